@@ -1,0 +1,159 @@
+/*
+ * gemm_api.c - the GEMM entry points: check every argument, reject what
+ * would read or write outside the caller's matrices or race on the output,
+ * then hand a call with the transposes folded into strides to the operator.
+ * Nothing is written before all checks pass.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/api.h"
+
+/* The elements a stored rows x cols matrix with leading dimension ld
+ * spans, or -1 if that overflows what memory can hold. */
+static int64_t span_elements(int64_t rows, int64_t cols, int64_t ld)
+{
+    if (rows == 0 || cols == 0)
+        return 0;
+    const int64_t max_elements = PTRDIFF_MAX / (int64_t)sizeof(float);
+    if (rows - 1 > (max_elements - cols) / ld)
+        return -1;
+    return (rows - 1) * ld + cols;
+}
+
+typedef struct {
+    const char *name;   /* "A", "B", "C" */
+    const float *ptr;
+    int64_t rows, cols; /* as stored */
+    int64_t ld, stride, span;
+} matrix_arg;
+
+static bool is_trans(char t)
+{
+    return t == 'T' || t == 't';
+}
+
+static tessel_status check_trans(const char *name, char t)
+{
+    if (t == 'N' || t == 'n' || t == 'T' || t == 't')
+        return TESSEL_OK;
+    return api_fail(TESSEL_ERR_BAD_TRANS, "%s is '%c' (0x%02x); expected 'N' or 'T'", name,
+                    t >= 32 && t < 127 ? t : '?', (unsigned char)t);
+}
+
+/* Leading dimension, NULL, size and batch extent of one matrix. */
+static tessel_status check_matrix(matrix_arg *m, int64_t batch)
+{
+    int64_t need = m->cols > 1 ? m->cols : 1;
+    if (m->ld < need)
+        return api_fail(TESSEL_ERR_BAD_LD, "ld%c %lld < %lld, the row length of %s",
+                        m->name[0] + 'a' - 'A', (long long)m->ld, (long long)need, m->name);
+    m->span = span_elements(m->rows, m->cols, m->ld);
+    if (m->span < 0)
+        return api_fail(TESSEL_ERR_BAD_SIZE, "%s (%lld x %lld, ld %lld) is larger than memory",
+                        m->name, (long long)m->rows, (long long)m->cols, (long long)m->ld);
+    if (m->span == 0)
+        return TESSEL_OK;
+    if (!m->ptr)
+        return api_fail(TESSEL_ERR_NULL, "%s is NULL but holds %lld x %lld elements", m->name,
+                        (long long)m->rows, (long long)m->cols);
+    if (m->stride < 0)
+        return api_fail(TESSEL_ERR_BAD_SIZE, "stride_%c %lld is negative",
+                        m->name[0] + 'a' - 'A', (long long)m->stride);
+    if (batch > 1) {
+        const int64_t max_elements = PTRDIFF_MAX / (int64_t)sizeof(float);
+        if (m->stride > 0 && batch - 1 > (max_elements - m->span) / m->stride)
+            return api_fail(TESSEL_ERR_BAD_SIZE, "batch %lld of %s at stride %lld is larger "
+                            "than memory", (long long)batch, m->name, (long long)m->stride);
+        m->span += (batch - 1) * m->stride;
+    }
+    return TESSEL_OK;
+}
+
+static bool overlaps(const matrix_arg *x, const matrix_arg *y)
+{
+    if (x->span == 0 || y->span == 0)
+        return false;
+    uintptr_t x0 = (uintptr_t)x->ptr, x1 = x0 + (uintptr_t)x->span * sizeof(float);
+    uintptr_t y0 = (uintptr_t)y->ptr, y1 = y0 + (uintptr_t)y->span * sizeof(float);
+    return x0 < y1 && y0 < x1;
+}
+
+/* Batch outputs must not share elements: either whole matrices apart, or
+ * interleaved column blocks within the same rows (attention heads stored
+ * side by side in one [M, heads * N] matrix). */
+static bool batch_outputs_disjoint(const matrix_arg *c, int64_t batch)
+{
+    if (batch <= 1 || c->rows == 0 || c->cols == 0)
+        return true;
+    int64_t one = span_elements(c->rows, c->cols, c->ld);
+    if (c->stride >= one)
+        return true;
+    return c->stride >= c->cols && (batch - 1) * c->stride + c->cols <= c->ld;
+}
+
+static tessel_status gemm_checked(tessel_ctx *ctx, char transa, char transb, int64_t M,
+                                  int64_t N, int64_t K, float alpha, const float *A,
+                                  int64_t lda, int64_t stride_a, const float *B, int64_t ldb,
+                                  int64_t stride_b, float beta, float *C, int64_t ldc,
+                                  int64_t stride_c, int64_t batch)
+{
+    api_clear_error();
+    tessel_status s;
+    if ((s = check_trans("transa", transa)) || (s = check_trans("transb", transb)))
+        return s;
+    if (M < 0 || N < 0 || K < 0 || batch < 0)
+        return api_fail(TESSEL_ERR_BAD_SIZE, "negative size: M %lld, N %lld, K %lld, batch %lld",
+                        (long long)M, (long long)N, (long long)K, (long long)batch);
+    if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
+        return api_fail(TESSEL_ERR_BAD_SIZE, "M, N and K must each be below 2^31");
+    bool ta = is_trans(transa), tb = is_trans(transb);
+    matrix_arg a = {"A", A, ta ? K : M, ta ? M : K, lda, stride_a, 0};
+    matrix_arg b = {"B", B, tb ? N : K, tb ? K : N, ldb, stride_b, 0};
+    matrix_arg c = {"C", C, M, N, ldc, stride_c, 0};
+    if ((s = check_matrix(&a, batch)) || (s = check_matrix(&b, batch)) ||
+        (s = check_matrix(&c, batch)))
+        return s;
+    if (!batch_outputs_disjoint(&c, batch))
+        return api_fail(TESSEL_ERR_ALIAS, "C matrices of the batch overlap (stride_c %lld)",
+                        (long long)stride_c);
+    bool reads_ab = K > 0 && alpha != 0.0f;
+    if (reads_ab && (overlaps(&c, &a) || overlaps(&c, &b)))
+        return api_fail(TESSEL_ERR_ALIAS, "C overlaps %s", overlaps(&c, &a) ? "A" : "B");
+
+    tessel_ctx *resolved = api_resolve_ctx(ctx, &s);
+    if (!resolved)
+        return s;
+    gemm_call call = {
+        .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
+        .A = A, .a_rs = ta ? 1 : lda, .a_cs = ta ? lda : 1,
+        .B = B, .b_rs = tb ? 1 : ldb, .b_cs = tb ? ldb : 1,
+        .C = C, .ldc = ldc,
+    };
+    op_env env = {.model = &resolved->model, .pool = resolved->pool,
+                  .buffers = resolved->buffers, .threads = resolved->threads};
+    s = op_sgemm(&env, &call, batch, stride_a, stride_b, stride_c);
+    if (s == TESSEL_ERR_NO_MEMORY)
+        return api_fail(s, "cannot allocate packing buffers for %lld x %lld x %lld",
+                        (long long)M, (long long)N, (long long)K);
+    return s;
+}
+
+tessel_status tessel_sgemm(tessel_ctx *ctx, char transa, char transb, int64_t M, int64_t N,
+                           int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                           int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    return gemm_checked(ctx, transa, transb, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc,
+                        0, 1);
+}
+
+tessel_status tessel_sgemm_strided_batched(tessel_ctx *ctx, char transa, char transb,
+                                           int64_t M, int64_t N, int64_t K, float alpha,
+                                           const float *A, int64_t lda, int64_t stride_a,
+                                           const float *B, int64_t ldb, int64_t stride_b,
+                                           float beta, float *C, int64_t ldc, int64_t stride_c,
+                                           int64_t batch)
+{
+    return gemm_checked(ctx, transa, transb, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
+                        beta, C, ldc, stride_c, batch);
+}

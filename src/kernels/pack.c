@@ -1,0 +1,35 @@
+/*
+ * pack.c - copies blocks of A and B into the contiguous micro-panel layouts
+ * the ukernels stream through (see ukernel.h). Plain C: the compiler
+ * vectorises the contiguous cases.
+ */
+#include <string.h>
+
+#include "kernels/ukernel.h"
+
+void ukernel_pack_a(int mr, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst)
+{
+    if (rs == 1) { /* op(A) columns are contiguous: each k step copies mr floats */
+        for (int64_t p = 0; p < k; p++)
+            memcpy(dst + p * mr, src + p * cs, (size_t)mr * sizeof(float));
+        return;
+    }
+    for (int64_t p = 0; p < k; p++)
+        for (int i = 0; i < mr; i++)
+            dst[p * mr + i] = src[i * rs + p * cs];
+}
+
+void ukernel_pack_b(int nr, int n, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst)
+{
+    for (int64_t p = 0; p < k; p++) {
+        float *row = dst + p * nr;
+        if (cs == 1) {
+            memcpy(row, src + p * rs, (size_t)n * sizeof(float));
+        } else {
+            for (int j = 0; j < n; j++)
+                row[j] = src[p * rs + j * cs];
+        }
+        for (int j = n; j < nr; j++)
+            row[j] = 0.0f;
+    }
+}

@@ -1,0 +1,57 @@
+/*
+ * registry.c - maps a ukernel descriptor to its compiled function. The
+ * per-ISA tables are indexed once into a dense [isa][nv][mr] array so a
+ * lookup is two array reads.
+ */
+#include <pthread.h>
+#include <stddef.h>
+
+#include "kernels/ukernel.h"
+
+extern const ukernel_entry ukernel_table_generic[];
+extern const int ukernel_table_generic_count;
+#if defined(__x86_64__)
+extern const ukernel_entry ukernel_table_avx2[];
+extern const int ukernel_table_avx2_count;
+extern const ukernel_entry ukernel_table_avx512[];
+extern const int ukernel_table_avx512_count;
+#endif
+
+static const ukernel_entry *index_table[HW_ISA_COUNT][UK_MAX_NV + 1][UK_MAX_MR + 1];
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static void index_one(hw_isa isa, const ukernel_entry *table, int count)
+{
+    for (int i = 0; i < count; i++)
+        index_table[isa][table[i].nv][table[i].mr] = &table[i];
+}
+
+static void build_index(void)
+{
+    index_one(HW_ISA_GENERIC, ukernel_table_generic, ukernel_table_generic_count);
+#if defined(__x86_64__)
+    index_one(HW_ISA_AVX2, ukernel_table_avx2, ukernel_table_avx2_count);
+    index_one(HW_ISA_AVX512, ukernel_table_avx512, ukernel_table_avx512_count);
+#endif
+}
+
+ukernel_fn ukernel_lookup(const ukernel_desc *d)
+{
+    if (d->isa < 0 || d->isa >= HW_ISA_COUNT || d->mr < 1 || d->mr > UK_MAX_MR ||
+        d->nv < 1 || d->nv > UK_MAX_NV)
+        return NULL;
+    pthread_once(&index_once, build_index);
+    const ukernel_entry *e = index_table[d->isa][d->nv][d->mr];
+    if (!e)
+        return NULL;
+    return d->a_packed ? e->packed : e->strided;
+}
+
+int ukernel_vec_floats(hw_isa isa)
+{
+    switch (isa) {
+    case HW_ISA_AVX512: return 16;
+    case HW_ISA_AVX2: return 8;
+    default: return 4;
+    }
+}

@@ -1,0 +1,67 @@
+/*
+ * ukernel.h - the micro-kernel family and its registry.
+ *
+ * A ukernel computes one mr x nr tile of C = alpha * A B + beta * C over k,
+ * holding the tile in vector registers: nr = nv vectors wide, mr rows
+ * tall. All members come from one C template (ukernel_template.h) compiled
+ * once per ISA class with that class's target flags; the registry maps a
+ * descriptor (ISA, mr, nv, A layout) to the compiled function.
+ */
+#ifndef TESSEL_UKERNEL_H
+#define TESSEL_UKERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/hw.h"
+
+enum { UK_MAX_MR = 16, UK_MAX_NV = 4 };
+
+/* Everything a ukernel call needs. Element (i, p) of the A micro-panel is
+ * a[i * a_rs + p * a_cs] (packed panels: a_rs 1, a_cs mr); row p of the B
+ * micro-panel is the nr floats at b + p * b_rs, readable in full even past
+ * n (packed panels are zero-filled there). The tile's top-left element of C
+ * is c. Only m x n of the tile is written; beta == 0 never reads C. */
+typedef struct ukernel_args {
+    int64_t k;
+    const float *a;
+    int64_t a_rs, a_cs;
+    const float *b;
+    int64_t b_rs;
+    float *c;
+    int64_t ldc;
+    float alpha, beta;
+    int m, n;
+} ukernel_args;
+
+typedef void (*ukernel_fn)(const ukernel_args *args);
+
+typedef struct ukernel_desc {
+    hw_isa isa;
+    int mr;        /* rows: 1..UK_MAX_MR */
+    int nv;        /* vectors per row: 1..UK_MAX_NV */
+    bool a_packed; /* A micro-panel packed (a_rs 1, a_cs mr, known at compile time) */
+} ukernel_desc;
+
+/* One compiled member of the family, as the per-ISA tables list them. */
+typedef struct ukernel_entry {
+    int mr, nv;
+    ukernel_fn packed;  /* A packed */
+    ukernel_fn strided; /* A read in place with a_rs, a_cs */
+} ukernel_entry;
+
+/* The compiled function for d, or NULL if that member was not built. */
+ukernel_fn ukernel_lookup(const ukernel_desc *d);
+
+/* Floats per vector of an ISA class. */
+int ukernel_vec_floats(hw_isa isa);
+
+/* Packing into the layouts the ukernels read.
+ * pack_a: an mr x k block whose element (i, p) is src[i * rs + p * cs]
+ *   becomes dst[p * mr + i].
+ * pack_b: a k x n block whose element (p, j) is src[p * rs + j * cs]
+ *   becomes dst[p * nr + j], with zeros for n <= j < nr. */
+void ukernel_pack_a(int mr, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst);
+void ukernel_pack_b(int nr, int n, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst);
+
+#endif /* TESSEL_UKERNEL_H */

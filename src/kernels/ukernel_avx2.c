@@ -1,0 +1,13 @@
+/*
+ * ukernel_avx2.c - the ukernel family for AVX2 + FMA (8 floats a vector, 16
+ * registers). Compiled with -mavx2 -mfma; only called when the probe finds
+ * both and TESSEL_ISA allows them.
+ */
+#define UK_VEC_FLOATS 8
+#include "kernels/ukernel_template.h"
+#include "kernels/ukernel_sizes.h"
+
+UK_SIZES_16REG(UK_MEMBER)
+
+const ukernel_entry ukernel_table_avx2[] = {UK_SIZES_16REG(UK_ENTRY)};
+const int ukernel_table_avx2_count = sizeof ukernel_table_avx2 / sizeof ukernel_table_avx2[0];

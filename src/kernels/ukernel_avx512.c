@@ -1,0 +1,13 @@
+/*
+ * ukernel_avx512.c - the ukernel family for AVX-512 (16 floats a vector, 32
+ * registers). Compiled with -mavx512f; only called when the probe finds
+ * AVX-512 and TESSEL_ISA allows it.
+ */
+#define UK_VEC_FLOATS 16
+#include "kernels/ukernel_template.h"
+#include "kernels/ukernel_sizes.h"
+
+UK_SIZES_32REG(UK_MEMBER)
+
+const ukernel_entry ukernel_table_avx512[] = {UK_SIZES_32REG(UK_ENTRY)};
+const int ukernel_table_avx512_count = sizeof ukernel_table_avx512 / sizeof ukernel_table_avx512[0];

@@ -1,0 +1,25 @@
+/*
+ * ukernel_sizes.h - which (mr, nv) members each ISA class builds: every
+ * height up to what its vector registers hold (mr * nv accumulators, nv B
+ * vectors and one A broadcast: mr * nv + nv + 1 <= registers), so any M can
+ * be covered exactly by heights of one family. Listed as X(mr, nv) so the
+ * one list both defines the functions and fills the table.
+ */
+#ifndef TESSEL_UKERNEL_SIZES_H
+#define TESSEL_UKERNEL_SIZES_H
+
+/* 32 vector registers: AVX-512, NEON. */
+#define UK_SIZES_32REG(X) \
+    X(1, 1) X(2, 1) X(3, 1) X(4, 1) X(5, 1) X(6, 1) X(7, 1) X(8, 1) X(9, 1) X(10, 1) X(11, 1) X(12, 1) X(13, 1) X(14, 1) X(15, 1) X(16, 1) \
+    X(1, 2) X(2, 2) X(3, 2) X(4, 2) X(5, 2) X(6, 2) X(7, 2) X(8, 2) X(9, 2) X(10, 2) X(11, 2) X(12, 2) X(13, 2) X(14, 2) \
+    X(1, 3) X(2, 3) X(3, 3) X(4, 3) X(5, 3) X(6, 3) X(7, 3) X(8, 3) X(9, 3) \
+    X(1, 4) X(2, 4) X(3, 4) X(4, 4) X(5, 4) X(6, 4)
+
+/* 16 vector registers: AVX2, SSE2. */
+#define UK_SIZES_16REG(X) \
+    X(1, 1) X(2, 1) X(3, 1) X(4, 1) X(5, 1) X(6, 1) X(7, 1) X(8, 1) X(9, 1) X(10, 1) X(11, 1) X(12, 1) X(13, 1) X(14, 1) \
+    X(1, 2) X(2, 2) X(3, 2) X(4, 2) X(5, 2) X(6, 2) \
+    X(1, 3) X(2, 3) X(3, 3) X(4, 3) \
+    X(1, 4) X(2, 4)
+
+#endif /* TESSEL_UKERNEL_SIZES_H */

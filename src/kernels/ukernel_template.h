@@ -1,0 +1,121 @@
+/*
+ * ukernel_template.h - the one register-blocked ukernel, written once.
+ *
+ * Each ISA file defines UK_VEC_FLOATS (floats per vector) and UK_TABLE (the
+ * name of its table), includes this file, and lists the (mr, nv) members it
+ * builds with UK_MEMBER. The body is a plain C function over GCC/Clang
+ * vector extensions taking mr, nv and the A layout as arguments; every
+ * member calls it with constants, so the compiler unrolls the loops and
+ * keeps the mr x nv accumulators in registers. The file's target flags
+ * (-mavx512f, -mavx2 -mfma, or none) decide which instructions that makes.
+ */
+#include <string.h>
+
+#include "kernels/ukernel.h"
+
+typedef float uk_vec __attribute__((vector_size(UK_VEC_FLOATS * sizeof(float))));
+
+/* memcpy is how C says "unaligned vector load/store"; it compiles to one
+ * instruction. */
+static inline __attribute__((always_inline)) uk_vec uk_load(const float *p)
+{
+    uk_vec v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline __attribute__((always_inline)) void uk_store(float *p, uk_vec v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* Edge tiles (m < mr or n < nr) are rare, so they take a slow, shared
+ * path: the accumulators go to a tile on the stack and only the valid part
+ * is written, keeping each member's code small. */
+static __attribute__((noinline)) void
+uk_update_edge(const float *tile, int tile_ld, const ukernel_args *args)
+{
+    for (int i = 0; i < args->m; i++) {
+        float *c = args->c + i * args->ldc;
+        for (int j = 0; j < args->n; j++) {
+            float out = args->alpha * tile[i * tile_ld + j];
+            c[j] = args->beta != 0.0f ? out + args->beta * c[j] : out;
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void
+ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args *args)
+{
+    uk_vec acc[UK_MAX_MR][UK_MAX_NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            acc[i][v] = (uk_vec){0};
+
+    /* C is touched once per k block, long after it left the caches: ask
+     * for its lines now so they arrive while the k loop runs. */
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            __builtin_prefetch(args->c + i * args->ldc + v * UK_VEC_FLOATS, 1);
+
+    const float *a = args->a;
+    const float *b = args->b;
+    const int64_t a_rs = a_packed ? 1 : args->a_rs;
+    const int64_t a_step = a_packed ? mr : args->a_cs;
+    const int64_t b_rs = args->b_rs;
+
+    for (int64_t p = 0; p < args->k; p++) {
+        uk_vec bv[UK_MAX_NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            bv[v] = uk_load(b + v * UK_VEC_FLOATS);
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            float ai = a[i * a_rs];
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                acc[i][v] += ai * bv[v];
+        }
+        a += a_step;
+        b += b_rs;
+    }
+
+    if (args->m < mr || args->n < nv * UK_VEC_FLOATS) {
+        float tile[UK_MAX_MR * UK_MAX_NV * UK_VEC_FLOATS];
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                uk_store(tile + (i * nv + v) * UK_VEC_FLOATS, acc[i][v]);
+        uk_update_edge(tile, nv * UK_VEC_FLOATS, args);
+        return;
+    }
+    const float alpha = args->alpha, beta = args->beta;
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++) {
+        float *c = args->c + i * args->ldc;
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            uk_vec out = alpha * acc[i][v];
+            if (beta != 0.0f)
+                out += beta * uk_load(c + v * UK_VEC_FLOATS);
+            uk_store(c + v * UK_VEC_FLOATS, out);
+        }
+    }
+}
+
+/* One member: a packed-A and a strided-A function and its table entry. */
+#define UK_MEMBER(MR, NV)                                                         \
+    static void uk_##MR##x##NV##_packed(const ukernel_args *args)                 \
+    {                                                                             \
+        ukernel_body(MR, NV, 1, args);                                            \
+    }                                                                             \
+    static void uk_##MR##x##NV##_strided(const ukernel_args *args)                \
+    {                                                                             \
+        ukernel_body(MR, NV, 0, args);                                            \
+    }
+#define UK_ENTRY(MR, NV) {MR, NV, uk_##MR##x##NV##_packed, uk_##MR##x##NV##_strided},

@@ -1,0 +1,235 @@
+/*
+ * gemm.c - the GEMM operator: the five-loop nest of Goto and van de Geijn
+ * around the ukernels, executing a plan.
+ *
+ *   for jc in N by nc:            (this thread's columns)
+ *     for pc in K by kc:          pack B[pc.., jc..] into nr-wide panels
+ *       for ic in M by ~mc:       pack A's row tiles (heights from the plan)
+ *         for jr: for ir:         ukernel(tile ir, panel jr)
+ *
+ * Each thread runs the nest on its own share (rows or columns, as the plan
+ * split them) with its own packed buffers, so threads never wait for each
+ * other. Small batched matrices instead run whole matrices per thread.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+/* Below this many flops a matrix gains nothing from splitting over threads,
+ * so batches of such matrices are split over the batch instead. */
+static const double SMALL_MATRIX_FLOPS = 4e6;
+
+typedef struct {
+    const gemm_call *call;
+    const gemm_plan *plan;
+    int64_t batch;
+    int64_t stride_a, stride_b, stride_c;
+    bool split_batch;     /* tasks take whole matrices, not plan shares */
+    float *scratch;       /* per-task slices of scratch_floats */
+    int64_t scratch_floats;
+    int64_t a_floats, b_floats; /* within a slice: packed A block, packed B block */
+} gemm_job;
+
+static int64_t round_up(int64_t x, int64_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* C = beta * C for the cases with no product (K == 0, alpha == 0). */
+static void scale_c(const gemm_call *c)
+{
+    for (int64_t i = 0; i < c->M; i++) {
+        float *row = c->C + i * c->ldc;
+        for (int64_t j = 0; j < c->N; j++)
+            row[j] = c->beta == 0.0f ? 0.0f : c->beta * row[j];
+    }
+}
+
+/* The loop nest over one share: row tiles [t0, t1), columns [n0, n1). */
+static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
+                      int64_t n0, int64_t n1, float *a_buf, float *b_buf)
+{
+    ukernel_desc desc = {.isa = p->isa, .a_packed = p->pack_a};
+    ukernel_args args = {.ldc = c->ldc, .alpha = c->alpha};
+
+    for (int64_t jc = n0; jc < n1; jc += p->nc) {
+        int64_t nb = min64(p->nc, n1 - jc);
+        int64_t panels = (nb + p->nr - 1) / p->nr;
+        for (int64_t pc = 0; pc < c->K; pc += p->kc) {
+            int64_t kb = min64(p->kc, c->K - pc);
+            args.k = kb;
+            args.beta = pc == 0 ? c->beta : 1.0f;
+
+            /* B panels: packed, or read in place (rows of op(B) are
+             * contiguous then) except a masked last panel, which is packed
+             * so that the ukernel's full-width loads stay inside B. */
+            const float *b_block = c->B + pc * c->b_rs + jc * c->b_cs;
+            if (p->pack_b) {
+                for (int64_t jr = 0; jr < panels; jr++) {
+                    int cols = (int)min64(p->nr, nb - jr * p->nr);
+                    ukernel_pack_b(p->nr, cols, kb, b_block + jr * p->nr * c->b_cs, c->b_rs,
+                                   c->b_cs, b_buf + jr * p->nr * kb);
+                }
+            } else if (nb % p->nr != 0) {
+                int64_t jr = panels - 1;
+                ukernel_pack_b(p->nr, (int)(nb - jr * p->nr), kb, b_block + jr * p->nr * c->b_cs,
+                               c->b_rs, c->b_cs, b_buf);
+            }
+
+            int64_t tile = t0;
+            while (tile < t1) {
+                /* One mc block: whole tiles until mc rows are covered. */
+                int64_t first_row, rows = 0, tiles = 0;
+                int mr;
+                plan_tile_rows(p, tile, &first_row, &mr);
+                while (tile + tiles < t1 && (rows < p->mc || tiles == 0)) {
+                    int64_t r;
+                    plan_tile_rows(p, tile + tiles, &r, &mr);
+                    rows += mr;
+                    tiles++;
+                }
+                if (p->pack_a) {
+                    int64_t off = 0;
+                    for (int64_t t = 0; t < tiles; t++) {
+                        int64_t r;
+                        plan_tile_rows(p, tile + t, &r, &mr);
+                        ukernel_pack_a(mr, kb, c->A + r * c->a_rs + pc * c->a_cs, c->a_rs,
+                                       c->a_cs, a_buf + off);
+                        off += (int64_t)mr * kb;
+                    }
+                }
+                for (int64_t jr = 0; jr < panels; jr++) {
+                    int64_t col = jc + jr * p->nr;
+                    args.n = (int)min64(p->nr, nb - jr * p->nr);
+                    desc.nv = (args.n + p->vec - 1) / p->vec;
+                    if (p->pack_b) {
+                        args.b = b_buf + jr * p->nr * kb;
+                        args.b_rs = p->nr;
+                    } else if (args.n < p->nr) {
+                        args.b = b_buf;
+                        args.b_rs = p->nr;
+                    } else {
+                        args.b = b_block + jr * p->nr;
+                        args.b_rs = c->b_rs;
+                    }
+                    int64_t off = 0;
+                    for (int64_t t = 0; t < tiles; t++) {
+                        int64_t r;
+                        plan_tile_rows(p, tile + t, &r, &mr);
+                        desc.mr = mr;
+                        ukernel_fn fn = ukernel_lookup(&desc);
+                        if (p->pack_a) {
+                            args.a = a_buf + off;
+                            args.a_rs = 1;
+                            args.a_cs = mr;
+                        } else {
+                            args.a = c->A + r * c->a_rs + pc * c->a_cs;
+                            args.a_rs = c->a_rs;
+                            args.a_cs = c->a_cs;
+                        }
+                        args.c = c->C + r * c->ldc + col;
+                        args.m = mr;
+                        fn(&args);
+                        off += (int64_t)mr * kb;
+                    }
+                }
+                tile += tiles;
+            }
+        }
+    }
+}
+
+static gemm_call batch_entry(const gemm_job *job, int64_t i)
+{
+    gemm_call c = *job->call;
+    c.A += i * job->stride_a;
+    c.B += i * job->stride_b;
+    c.C += i * job->stride_c;
+    return c;
+}
+
+/* Runs the plan's share `t` of one matrix. */
+static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float *a_buf,
+                           float *b_buf)
+{
+    int64_t t0 = 0, t1 = p->ntiles, n0 = 0, n1 = c->N;
+    if (p->split == 'M') {
+        t0 = p->bounds[t];
+        t1 = p->bounds[t + 1];
+    } else {
+        n0 = p->bounds[t] * p->nr;
+        n1 = min64(c->N, p->bounds[t + 1] * p->nr);
+    }
+    if (t0 < t1 && n0 < n1)
+        run_share(c, p, t0, t1, n0, n1, a_buf, b_buf);
+}
+
+static void gemm_task(void *opaque, int task, int ntasks)
+{
+    const gemm_job *job = opaque;
+    float *slice = job->scratch + task * job->scratch_floats;
+    float *a_buf = slice, *b_buf = slice + job->a_floats;
+    if (job->split_batch) {
+        int64_t b0 = job->batch * task / ntasks, b1 = job->batch * (task + 1) / ntasks;
+        for (int64_t i = b0; i < b1; i++) {
+            gemm_call c = batch_entry(job, i);
+            run_plan_share(&c, job->plan, 0, a_buf, b_buf);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < job->batch; i++) {
+        gemm_call c = batch_entry(job, i);
+        run_plan_share(&c, job->plan, task, a_buf, b_buf);
+    }
+}
+
+tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
+                       int64_t stride_a, int64_t stride_b, int64_t stride_c)
+{
+    if (call->M == 0 || call->N == 0 || batch == 0)
+        return TESSEL_OK;
+    gemm_job job = {.call = call, .batch = batch, .stride_a = stride_a,
+                    .stride_b = stride_b, .stride_c = stride_c};
+    if (call->K == 0 || call->alpha == 0.0f) {
+        for (int64_t i = 0; i < batch; i++) {
+            gemm_call c = batch_entry(&job, i);
+            scale_c(&c);
+        }
+        return TESSEL_OK;
+    }
+
+    double flops = 2.0 * (double)call->M * call->N * call->K;
+    job.split_batch = env->threads > 1 && batch > 1 && flops < SMALL_MATRIX_FLOPS;
+    gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K,
+                        .transa = call->a_rs == 1 && call->M > 1,
+                        .transb = call->b_cs != 1};
+    gemm_plan plan;
+    plan_gemm(env->model, &shape, job.split_batch ? 1 : env->threads, &plan);
+    job.plan = &plan;
+    int ntasks = job.split_batch ? (int)min64(env->threads, batch) : plan.threads;
+
+    /* Scratch for every task, acquired before anything is written. A block
+     * may overshoot mc by less than one tile. */
+    int64_t a_rows = min64(plan.mc, call->M) + UK_MAX_MR;
+    job.a_floats = plan.pack_a ? round_up(a_rows * plan.kc, 16) : 0;
+    int64_t b_cols = round_up(min64(plan.nc, plan.npanels * plan.nr), plan.nr);
+    job.b_floats = round_up((plan.pack_b ? b_cols : plan.nr) * plan.kc, 16);
+    job.scratch_floats = job.a_floats + job.b_floats;
+    job.scratch = rt_buffer_acquire(env->buffers,
+                                    (size_t)(job.scratch_floats * ntasks) * sizeof(float));
+    if (!job.scratch)
+        return TESSEL_ERR_NO_MEMORY;
+
+    if (ntasks > 1)
+        rt_pool_run(env->pool, gemm_task, &job, ntasks);
+    else
+        gemm_task(&job, 0, 1);
+    rt_buffer_release(env->buffers, job.scratch);
+    return TESSEL_OK;
+}

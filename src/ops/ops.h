@@ -1,0 +1,40 @@
+/*
+ * ops.h - the operators: loop nests that execute a plan with ukernels.
+ * Arguments arrive checked (src/api/ does that); an op fails only when
+ * memory runs out, and then before writing anything.
+ */
+#ifndef TESSEL_OPS_H
+#define TESSEL_OPS_H
+
+#include <stdint.h>
+
+#include "plan/plan.h"
+#include "runtime/runtime.h"
+#include "tessel.h"
+
+/* What the operators run with: the model, the pool, the buffer cache. */
+typedef struct op_env {
+    const plan_model *model;
+    rt_pool *pool;
+    rt_buffers *buffers;
+    int threads;
+} op_env;
+
+/* One GEMM, with the transposes folded into strides: op(A)(i, p) is
+ * A[i * a_rs + p * a_cs], op(B)(p, j) is B[p * b_rs + j * b_cs]. */
+typedef struct gemm_call {
+    int64_t M, N, K;
+    float alpha, beta;
+    const float *A;
+    int64_t a_rs, a_cs;
+    const float *B;
+    int64_t b_rs, b_cs;
+    float *C;
+    int64_t ldc;
+} gemm_call;
+
+/* `batch` GEMMs; entry i adds i * stride_{a,b,c} to the pointers. */
+tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
+                       int64_t stride_a, int64_t stride_b, int64_t stride_c);
+
+#endif /* TESSEL_OPS_H */

@@ -1,0 +1,184 @@
+/*
+ * model.c - the analytic model of DESIGN ("Register and cache blocking",
+ * after Low, Igual, Smith and Quintana-Orti, TOMS 2016): which ukernel tile
+ * keeps the FMA pipes busy within the register file, and which kc, mc, nc
+ * keep each operand's block resident in its cache level. Everything here
+ * depends only on the hardware profile, so plan_model_init runs once per
+ * context and planning a shape is table lookups.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "plan/plan.h"
+
+/* Vector loads (B rows and A broadcasts) a core issues per cycle: two on
+ * every x86 core with AVX2 or AVX-512 and on current arm64 cores. */
+static const double LOADS_PER_CYCLE = 2.0;
+/* Fixed cycles per ukernel call beyond its k loop (call, pointer set-up). */
+static const double CALL_CYCLES = 30.0;
+/* Used where the profile was not measured. */
+static const double DEFAULT_GHZ = 3.0;
+static const double DEFAULT_PACK_GBS = 20.0;
+
+int model_registers(int mr, int nv)
+{
+    return mr * nv + nv + 1;
+}
+
+bool model_hides_latency(int mr, int nv, double fma_latency, double fma_per_cycle)
+{
+    return mr * nv >= fma_latency * fma_per_cycle;
+}
+
+int model_l1_ways_for_a(int l1_ways, int mr, int nr)
+{
+    return (int)floor((l1_ways - 1) / (1.0 + (double)nr / mr));
+}
+
+static int64_t cache_sets(const hw_cache *c)
+{
+    if (c->ways <= 0 || c->line_bytes <= 0)
+        return 0;
+    return c->size_bytes / ((int64_t)c->ways * c->line_bytes);
+}
+
+int64_t model_kc(const hw_cache *l1, int mr, int nr)
+{
+    int ways_a = model_l1_ways_for_a(l1->ways, mr, nr);
+    return (int64_t)ways_a * cache_sets(l1) * l1->line_bytes / (mr * (int64_t)sizeof(float));
+}
+
+int64_t model_mc(const hw_cache *l2, int64_t kc, int mr, int nr)
+{
+    int64_t way_bytes = cache_sets(l2) * l2->line_bytes;
+    if (way_bytes <= 0 || kc <= 0)
+        return mr;
+    int64_t panel_bytes = kc * nr * (int64_t)sizeof(float);
+    int64_t ways_b = (panel_bytes + way_bytes - 1) / way_bytes;
+    int64_t ways_a = l2->ways - 1 - ways_b;
+    if (ways_a < 1)
+        ways_a = 1;
+    int64_t mc = ways_a * way_bytes / (kc * (int64_t)sizeof(float));
+    mc -= mc % mr;
+    return mc < mr ? mr : mc;
+}
+
+int64_t model_nc(const hw_cache *l3, int64_t kc, int nr)
+{
+    int sharing = l3->shared_by > 0 ? l3->shared_by : 1;
+    int64_t share = l3->size_bytes / sharing;
+    /* One way of the share stays free for the A block passing through. */
+    if (l3->ways > 1)
+        share -= share / l3->ways;
+    int64_t nc = kc > 0 ? share / (kc * (int64_t)sizeof(float)) : nr;
+    nc -= nc % nr;
+    return nc < nr ? nr : nc;
+}
+
+double model_tile_cycles(int mr, int nv, double fma_latency, double fma_per_cycle,
+                         double loads_per_cycle)
+{
+    double fma = mr * nv / fma_per_cycle;
+    double loads = (mr + nv) / loads_per_cycle;
+    double cycles = fma > loads ? fma : loads;
+    return cycles > fma_latency ? cycles : fma_latency;
+}
+
+/* A stand-in for a missing cache level, so a partial profile still plans. */
+static hw_cache cache_or_default(const hw_profile *hw, int level, int64_t size, int ways)
+{
+    const hw_cache *c = hw_data_cache(hw, level);
+    if (c && c->size_bytes > 0 && c->ways > 0 && c->line_bytes > 0)
+        return *c;
+    return (hw_cache){.level = level, .type = 'U', .size_bytes = size, .ways = ways,
+                      .line_bytes = 64, .shared_by = 1};
+}
+
+/* Rules 1-3: the tile with the most FMAs per load that fits the registers,
+ * hides the FMA latency and leaves the A micro-panel at least one L1 way;
+ * ties go to more accumulators. */
+static void choose_main_tile(plan_model *m, const hw_cache *l1)
+{
+    double best = -1.0;
+    for (int nv = 1; nv <= UK_MAX_NV; nv++) {
+        for (int mr = 1; mr <= UK_MAX_MR; mr++) {
+            if (m->tile_cycles[nv][mr] == 0.0)
+                continue;
+            if (model_registers(mr, nv) > m->hw.vec_registers)
+                continue;
+            if (!model_hides_latency(mr, nv, m->hw.fma_latency_cycles, m->hw.fma_per_cycle))
+                continue;
+            if (model_kc(l1, mr, nv * m->vec) <= 0)
+                continue;
+            double per_load = (double)mr * nv / (mr + nv);
+            if (per_load > best + 1e-9 || (fabs(per_load - best) < 1e-9 && mr * nv > m->mr * m->nv)) {
+                best = per_load;
+                m->mr = mr;
+                m->nv = nv;
+            }
+        }
+    }
+}
+
+/* Cost per k step of one tile of height h, with its per-call overhead
+ * (call, C update) spread over a kc-long k loop. */
+static double tile_step_cost(const plan_model *m, int h)
+{
+    return m->tile_cycles[m->nv][h] + (CALL_CYCLES + 2.0 * h * m->nv) / (double)m->kc;
+}
+
+/* The DP over remainders: the cheapest cover of every length up to
+ * PLAN_DP_LEN by heights of the main nv. */
+static void build_row_dp(plan_model *m)
+{
+    m->dp_cost[0] = 0.0;
+    m->dp_first[0] = 0;
+    for (int len = 1; len <= PLAN_DP_LEN; len++) {
+        m->dp_cost[len] = INFINITY;
+        for (int h = 1; h <= UK_MAX_MR && h <= len; h++) {
+            if (m->tile_cycles[m->nv][h] == 0.0)
+                continue;
+            double cost = m->dp_cost[len - h] + tile_step_cost(m, h);
+            if (cost < m->dp_cost[len] - 1e-12) {
+                m->dp_cost[len] = cost;
+                m->dp_first[len] = h;
+            }
+        }
+    }
+}
+
+int plan_model_init(plan_model *m, const hw_profile *hw)
+{
+    memset(m, 0, sizeof *m);
+    m->hw = *hw;
+    if (m->hw.fma_latency_cycles <= 0)
+        m->hw.fma_latency_cycles = 4;
+    if (m->hw.fma_per_cycle <= 0)
+        m->hw.fma_per_cycle = 1;
+    m->vec = ukernel_vec_floats(hw->isa);
+
+    for (int nv = 1; nv <= UK_MAX_NV; nv++)
+        for (int mr = 1; mr <= UK_MAX_MR; mr++) {
+            ukernel_desc d = {.isa = hw->isa, .mr = mr, .nv = nv, .a_packed = true};
+            if (ukernel_lookup(&d))
+                m->tile_cycles[nv][mr] = model_tile_cycles(mr, nv, m->hw.fma_latency_cycles,
+                                                           m->hw.fma_per_cycle, LOADS_PER_CYCLE);
+        }
+
+    hw_cache l1 = cache_or_default(&m->hw, 1, 32 << 10, 8);
+    hw_cache l2 = cache_or_default(&m->hw, 2, 1 << 20, 8);
+    hw_cache l3 = cache_or_default(&m->hw, 3, 8 << 20, 16);
+    choose_main_tile(m, &l1);
+    if (m->mr == 0)
+        return -1;
+    m->nr = m->nv * m->vec;
+    m->kc = model_kc(&l1, m->mr, m->nr);
+    m->mc = model_mc(&l2, m->kc, m->mr, m->nr);
+    m->nc = model_nc(&l3, m->kc, m->nr);
+    build_row_dp(m);
+
+    m->cycles_per_second = (hw->freq_ghz > 0 ? hw->freq_ghz : DEFAULT_GHZ) * 1e9;
+    double pack_gbs = hw->read_gbs[HW_LEVEL_L2] > 0 ? hw->read_gbs[HW_LEVEL_L2] / 2 : DEFAULT_PACK_GBS;
+    m->pack_bytes_per_second = pack_gbs * 1e9;
+    return 0;
+}

@@ -1,0 +1,111 @@
+/*
+ * plan.h - the planner: from the hardware profile and a GEMM shape, a plan
+ * the operator executes. The model's rules (register and cache blocking,
+ * tile costs) are pure functions here so they can be tested with
+ * hand-computed numbers; plan_model caches what depends only on the
+ * hardware, so planning one shape is a few table lookups.
+ */
+#ifndef TESSEL_PLAN_H
+#define TESSEL_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/hw.h"
+#include "kernels/ukernel.h"
+
+enum {
+    PLAN_DP_LEN = 64,      /* remainders up to this many rows are covered optimally */
+    PLAN_MAX_RUNS = 24,    /* row runs in one tessellation */
+    PLAN_MAX_THREADS = 256
+};
+
+/* ---- the model's rules (DESIGN, "Register and cache blocking") ---- */
+
+/* Registers a (mr, nv) tile needs: accumulators, B vectors, one broadcast. */
+int model_registers(int mr, int nv);
+
+/* Rule 1, FMA latency: enough independent accumulators to keep every
+ * FMA pipe busy, mr * nv >= latency * issue width. */
+bool model_hides_latency(int mr, int nv, double fma_latency, double fma_per_cycle);
+
+/* Ways of the L1 left to the streaming A micro-panel when the B micro-panel
+ * stays resident, one way spare: floor((W1 - 1) / (1 + nr / mr)). */
+int model_l1_ways_for_a(int l1_ways, int mr, int nr);
+
+/* Rule 3: kc = C_A * N1 * C1 / (mr * sizeof(float)); 0 if C_A is 0. */
+int64_t model_kc(const hw_cache *l1, int mr, int nr);
+
+/* Rule 4, one level up: the mc x kc block of A stays in L2 while kc x nr
+ * B micro-panels stream through it; mc is a multiple of mr. */
+int64_t model_mc(const hw_cache *l2, int64_t kc, int mr, int nr);
+
+/* nc: the kc x nc block of B in the per-core share of L3; a multiple of nr. */
+int64_t model_nc(const hw_cache *l3, int64_t kc, int nr);
+
+/* Cycles per k step of one mr x nv tile: the larger of the FMA issue time,
+ * the load issue time and the FMA latency (one dependent FMA per
+ * accumulator per step). */
+double model_tile_cycles(int mr, int nv, double fma_latency, double fma_per_cycle,
+                         double loads_per_cycle);
+
+/* ---- what depends only on the hardware ---- */
+
+typedef struct plan_model {
+    hw_profile hw;
+    int vec;                 /* floats per vector */
+    int nv, mr;              /* the main tile, from rules 1-3 */
+    int nr;                  /* nv * vec */
+    int64_t kc, mc, nc;
+    double cycles_per_second;
+    double pack_bytes_per_second;
+    /* Cycles per k step of an (mr, nv) tile; 0 where no ukernel is built. */
+    double tile_cycles[UK_MAX_NV + 1][UK_MAX_MR + 1];
+    /* The cheapest cover of L rows by heights of the main nv: the height of
+     * its first tile, and its cost per k step (DP over remainders). */
+    int dp_first[PLAN_DP_LEN + 1];
+    double dp_cost[PLAN_DP_LEN + 1];
+} plan_model;
+
+/* Derives the model from a profile. Returns 0, or -1 if no ukernel of the
+ * profile's ISA is built (a library bug). */
+int plan_model_init(plan_model *m, const hw_profile *hw);
+
+/* ---- one shape ---- */
+
+typedef struct plan_run {
+    int mr;            /* tile height */
+    int64_t count;     /* consecutive tiles of that height */
+} plan_run;
+
+typedef struct gemm_shape {
+    int64_t M, N, K;
+    bool transa, transb;
+} gemm_shape;
+
+typedef struct gemm_plan {
+    hw_isa isa;
+    int vec;
+    int nv, nr;               /* main column panel: nv vectors, nr floats */
+    int64_t kc, mc, nc;
+    bool pack_a, pack_b;
+    /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
+    plan_run runs[PLAN_MAX_RUNS];
+    int nruns;
+    int64_t ntiles;           /* row tiles in all */
+    int64_t npanels;          /* column panels: ceil(N / nr), the last masked */
+    /* Thread split: along 'M' (row tiles) or 'N' (column panels); thread t
+     * gets tiles or panels [bounds[t], bounds[t + 1]). */
+    char split;
+    int threads;
+    int64_t bounds[PLAN_MAX_THREADS + 1];
+    double predicted_seconds;
+} gemm_plan;
+
+/* Plans C = op(A) op(B) for `threads` threads (capped at PLAN_MAX_THREADS). */
+void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p);
+
+/* Row offset and height of row tile `tile` (0 <= tile < p->ntiles). */
+void plan_tile_rows(const gemm_plan *p, int64_t tile, int64_t *row, int *mr);
+
+#endif /* TESSEL_PLAN_H */

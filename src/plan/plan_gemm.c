@@ -1,0 +1,199 @@
+/*
+ * plan_gemm.c - plans one GEMM shape: the tessellation of M by row tiles of
+ * several heights (bulk tiles of the main height, then the DP's cheapest
+ * cover of the remainder: no padding), the column panels of N (the last
+ * one masked), kc/mc/nc, what to pack, and the split across threads that
+ * balances predicted time.
+ */
+#include <string.h>
+
+#include "plan/plan.h"
+
+/* At most this many row tiles' worth of rows is "small M": A and B are
+ * used so few times that packing them costs more than it saves. */
+static const int SMALL_M_TILES = 2;
+
+static void add_run(gemm_plan *p, int mr, int64_t count)
+{
+    if (count <= 0)
+        return;
+    if (p->nruns > 0 && p->runs[p->nruns - 1].mr == mr) {
+        p->runs[p->nruns - 1].count += count;
+    } else {
+        p->runs[p->nruns++] = (plan_run){.mr = mr, .count = count};
+    }
+    p->ntiles += count;
+}
+
+static void tessellate_rows(const plan_model *m, int64_t M, gemm_plan *p)
+{
+    int64_t rest = M;
+    if (M > PLAN_DP_LEN) {
+        int64_t bulk = (M - PLAN_DP_LEN + m->mr - 1) / m->mr;
+        add_run(p, m->mr, bulk);
+        rest = M - bulk * m->mr;
+    }
+    while (rest > 0) {
+        int h = m->dp_first[rest];
+        add_run(p, h, 1);
+        rest -= h;
+    }
+}
+
+void plan_tile_rows(const gemm_plan *p, int64_t tile, int64_t *row, int *mr)
+{
+    int64_t r = 0;
+    for (int i = 0; i < p->nruns; i++) {
+        if (tile < p->runs[i].count) {
+            *row = r + tile * p->runs[i].mr;
+            *mr = p->runs[i].mr;
+            return;
+        }
+        tile -= p->runs[i].count;
+        r += p->runs[i].count * p->runs[i].mr;
+    }
+    *row = r;
+    *mr = 0;
+}
+
+/* Cycles per k step of one row tile across `panels` column panels, the
+ * last of which is `tail_nv` vectors wide. */
+static double row_tile_cycles(const plan_model *m, int mr, int64_t panels, int tail_nv)
+{
+    double full = m->tile_cycles[m->nv][mr];
+    double tail = m->tile_cycles[tail_nv][mr];
+    return (double)(panels - 1) * full + tail;
+}
+
+/* Splits `units` items of costs unit_cost(i) into `threads` contiguous
+ * ranges of near-equal cost; returns the largest range's cost. */
+static double balance(int64_t units, int threads, const double *prefix, int64_t *bounds)
+{
+    double total = prefix[units];
+    bounds[0] = 0;
+    int64_t at = 0;
+    for (int t = 1; t < threads; t++) {
+        double target = total * t / threads;
+        while (at < units && prefix[at + 1] <= target)
+            at++;
+        /* Round to whichever boundary is nearer the target. */
+        if (at < units && prefix[at + 1] - target < target - prefix[at])
+            at++;
+        bounds[t] = at;
+    }
+    bounds[threads] = units;
+    double worst = 0.0;
+    for (int t = 0; t < threads; t++) {
+        double cost = prefix[bounds[t + 1]] - prefix[bounds[t]];
+        if (cost > worst)
+            worst = cost;
+    }
+    return worst;
+}
+
+/* Prefix sums of unit costs for the two ways of splitting. Row tiles: each
+ * costs its height's cycles across all panels. Column panels: each costs
+ * the sum over row tiles; all equal but the masked last one. The arrays are
+ * on the stack up to a size and the split is evenly-by-count past it,
+ * which is what balancing gives there anyway. */
+enum { SPLIT_EXACT_UNITS = 4096 };
+
+static double split_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
+                         int64_t *bounds)
+{
+    double prefix[SPLIT_EXACT_UNITS + 1];
+    int64_t units = p->ntiles;
+    if (units > SPLIT_EXACT_UNITS) {
+        for (int t = 0; t <= threads; t++)
+            bounds[t] = units * t / threads;
+        return row_tile_cycles(m, m->mr, p->npanels, tail_nv) * (double)units / threads;
+    }
+    prefix[0] = 0.0;
+    for (int64_t i = 0; i < units; i++) {
+        int64_t row;
+        int mr;
+        plan_tile_rows(p, i, &row, &mr);
+        prefix[i + 1] = prefix[i] + row_tile_cycles(m, mr, p->npanels, tail_nv);
+    }
+    return balance(units, threads, prefix, bounds);
+}
+
+static double split_cols(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
+                         int64_t *bounds)
+{
+    double prefix[SPLIT_EXACT_UNITS + 1];
+    double full = 0.0, tail = 0.0;
+    for (int i = 0; i < p->nruns; i++) {
+        full += (double)p->runs[i].count * m->tile_cycles[m->nv][p->runs[i].mr];
+        tail += (double)p->runs[i].count * m->tile_cycles[tail_nv][p->runs[i].mr];
+    }
+    int64_t units = p->npanels;
+    if (units > SPLIT_EXACT_UNITS) {
+        for (int t = 0; t <= threads; t++)
+            bounds[t] = units * t / threads;
+        return full * (double)units / threads;
+    }
+    prefix[0] = 0.0;
+    for (int64_t i = 0; i < units; i++)
+        prefix[i + 1] = prefix[i] + (i == units - 1 ? tail : full);
+    return balance(units, threads, prefix, bounds);
+}
+
+void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->isa = m->hw.isa;
+    p->vec = m->vec;
+    p->nv = m->nv;
+    p->nr = m->nr;
+    if (threads < 1)
+        threads = 1;
+    if (threads > PLAN_MAX_THREADS)
+        threads = PLAN_MAX_THREADS;
+
+    tessellate_rows(m, s->M, p);
+    p->npanels = (s->N + p->nr - 1) / p->nr;
+    int64_t tail_cols = s->N - (p->npanels - 1) * p->nr;
+    int tail_nv = (int)((tail_cols + p->vec - 1) / p->vec);
+    if (p->ntiles == 0 || p->npanels == 0 || s->K == 0) {
+        p->threads = 1;
+        p->split = 'M';
+        p->bounds[1] = p->ntiles;
+        return;
+    }
+
+    bool small_m = s->M <= SMALL_M_TILES * m->mr;
+    p->pack_a = !small_m;
+    p->pack_b = !(small_m && !s->transb); /* op(B) rows must be contiguous to skip packing */
+
+    /* Even k blocks: K = 800 with kc 700 runs as 2 x 400, not 700 + 100. */
+    int64_t kc = p->pack_b ? m->kc : s->K;
+    int64_t kblocks = (s->K + kc - 1) / kc;
+    p->kc = (s->K + kblocks - 1) / kblocks;
+    p->mc = m->mc;
+    p->nc = m->nc;
+
+    /* Threads: try both splits, keep the one predicted to end first. A
+     * split along M packs all of B in every thread; along N, all of A. */
+    int t_m = threads < p->ntiles ? threads : (int)p->ntiles;
+    int t_n = threads < p->npanels ? threads : (int)p->npanels;
+    int64_t bounds_m[PLAN_MAX_THREADS + 1], bounds_n[PLAN_MAX_THREADS + 1];
+    double bytes_a = p->pack_a ? (double)s->M * s->K * 8 : 0.0; /* read + write */
+    double bytes_b = p->pack_b ? (double)s->K * s->N * 8 : 0.0;
+    double per_pack_byte = m->cycles_per_second / m->pack_bytes_per_second;
+    double cost_m = split_rows(m, p, t_m, tail_nv, bounds_m) * (double)s->K +
+                    (bytes_b + bytes_a / t_m) * per_pack_byte;
+    double cost_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K +
+                    (bytes_a + bytes_b / t_n) * per_pack_byte;
+    if (cost_m <= cost_n) {
+        p->split = 'M';
+        p->threads = t_m;
+        memcpy(p->bounds, bounds_m, sizeof(int64_t) * (size_t)(t_m + 1));
+    } else {
+        p->split = 'N';
+        p->threads = t_n;
+        memcpy(p->bounds, bounds_n, sizeof(int64_t) * (size_t)(t_n + 1));
+    }
+    double cycles = cost_m <= cost_n ? cost_m : cost_n;
+    p->predicted_seconds = cycles / m->cycles_per_second;
+}

@@ -1,0 +1,158 @@
+/*
+ * pool.c - a persistent thread pool. Workers sleep on a condition variable
+ * between runs; a run publishes (fn, arg, ntasks) under the mutex with a new
+ * generation number, and every thread, the caller included, takes task
+ * numbers from one atomic counter until none are left. The caller then waits
+ * until every task has ended and every worker that joined the run has left
+ * it, so the next run can safely reset the counters.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "runtime/runtime.h"
+
+struct rt_pool {
+    int nthreads;
+    pthread_t *workers;
+    int nworkers;
+
+    pthread_mutex_t run_lock; /* held by the one caller running the pool */
+
+    pthread_mutex_t lock;     /* guards everything below */
+    pthread_cond_t wake;      /* a new generation or stop */
+    pthread_cond_t finished;  /* a task ended or a worker left */
+    unsigned long generation;
+    bool stop;
+    rt_task_fn fn;
+    void *arg;
+    int ntasks;
+    int active;               /* workers inside the current run */
+    atomic_int next_task;
+    atomic_int tasks_done;
+};
+
+/* Takes tasks until none are left; returns whether this thread ended the
+ * last one. */
+static bool work(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
+{
+    bool ended_last = false;
+    for (;;) {
+        int t = atomic_fetch_add(&p->next_task, 1);
+        if (t >= ntasks)
+            return ended_last;
+        fn(arg, t, ntasks);
+        ended_last = atomic_fetch_add(&p->tasks_done, 1) + 1 == ntasks;
+    }
+}
+
+static void *worker_main(void *opaque)
+{
+    rt_pool *p = opaque;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->stop && p->generation == seen)
+            pthread_cond_wait(&p->wake, &p->lock);
+        if (p->stop)
+            break;
+        seen = p->generation;
+        rt_task_fn fn = p->fn;
+        void *arg = p->arg;
+        int ntasks = p->ntasks;
+        p->active++;
+        pthread_mutex_unlock(&p->lock);
+
+        work(p, fn, arg, ntasks);
+
+        pthread_mutex_lock(&p->lock);
+        p->active--;
+        pthread_cond_signal(&p->finished);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+rt_pool *rt_pool_create(int nthreads)
+{
+    rt_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->nthreads = nthreads < 1 ? 1 : nthreads;
+    pthread_mutex_init(&p->run_lock, NULL);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->finished, NULL);
+    if (p->nthreads > 1) {
+        p->workers = calloc((size_t)p->nthreads - 1, sizeof *p->workers);
+        if (!p->workers) {
+            rt_pool_destroy(p);
+            return NULL;
+        }
+        for (int i = 0; i < p->nthreads - 1; i++) {
+            if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0) {
+                rt_pool_destroy(p);
+                return NULL;
+            }
+            p->nworkers++;
+        }
+    }
+    return p;
+}
+
+void rt_pool_destroy(rt_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->nworkers; i++)
+        pthread_join(p->workers[i], NULL);
+    free(p->workers);
+    pthread_cond_destroy(&p->finished);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->run_lock);
+    free(p);
+}
+
+int rt_pool_threads(const rt_pool *p)
+{
+    return p->nthreads;
+}
+
+static void run_on_caller(rt_task_fn fn, void *arg, int ntasks)
+{
+    for (int t = 0; t < ntasks; t++)
+        fn(arg, t, ntasks);
+}
+
+void rt_pool_run(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
+{
+    if (ntasks <= 0)
+        return;
+    if (ntasks == 1 || p->nworkers == 0 || pthread_mutex_trylock(&p->run_lock) != 0) {
+        run_on_caller(fn, arg, ntasks);
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->fn = fn;
+    p->arg = arg;
+    p->ntasks = ntasks;
+    atomic_store(&p->next_task, 0);
+    atomic_store(&p->tasks_done, 0);
+    p->generation++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+
+    work(p, fn, arg, ntasks);
+
+    pthread_mutex_lock(&p->lock);
+    while (atomic_load(&p->tasks_done) < ntasks || p->active > 0)
+        pthread_cond_wait(&p->finished, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(&p->run_lock);
+}

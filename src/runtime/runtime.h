@@ -1,0 +1,39 @@
+/*
+ * runtime.h - what the operators run on: a persistent thread pool and
+ * per-thread aligned scratch memory for packed panels.
+ */
+#ifndef TESSEL_RUNTIME_H
+#define TESSEL_RUNTIME_H
+
+#include <stddef.h>
+
+typedef struct rt_pool rt_pool;
+
+/* One task of a parallel run: task `task` of `ntasks`. */
+typedef void (*rt_task_fn)(void *arg, int task, int ntasks);
+
+/* A pool of `nthreads` threads, the caller of rt_pool_run counting as one
+ * (so nthreads - 1 workers are started). NULL if threads could not start. */
+rt_pool *rt_pool_create(int nthreads);
+void rt_pool_destroy(rt_pool *pool);
+int rt_pool_threads(const rt_pool *pool);
+
+/* Runs fn(arg, t, ntasks) for every t in [0, ntasks) and returns when all
+ * have ended. The calling thread works too. If another caller is using the
+ * pool, every task runs on the calling thread: correct, never
+ * oversubscribed, only slower. */
+void rt_pool_run(rt_pool *pool, rt_task_fn fn, void *arg, int ntasks);
+
+/* A cache of 64-byte aligned buffers for packed panels, reused between
+ * calls: packing into fresh memory would add page faults to every GEMM.
+ * Each concurrent caller acquires its own buffer, so the cache is safe to
+ * share. Buffers are acquired before any output is written, so running out
+ * of memory leaves the output untouched. */
+typedef struct rt_buffers rt_buffers;
+rt_buffers *rt_buffers_create(void);
+void rt_buffers_destroy(rt_buffers *cache);
+/* A buffer of at least `bytes`, or NULL if memory ran out. */
+void *rt_buffer_acquire(rt_buffers *cache, size_t bytes);
+void rt_buffer_release(rt_buffers *cache, void *buffer);
+
+#endif /* TESSEL_RUNTIME_H */

@@ -1,0 +1,115 @@
+/*
+ * cli.c - the helpers every subcommand shares: strict number parsing (so
+ * "12x", "" and "-3" never slip through as sizes), option values in both
+ * "--opt v" and "--opt=v" forms, error reporting with fixed exit codes,
+ * the monotonic clock, and the little JSON writing the tool needs.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tessel %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: %s\n", usage);
+    return CLI_USAGE;
+}
+
+int cli_library_error(tessel_status status)
+{
+    fprintf(stderr, "tessel: %s: %s\n", tessel_status_str(status), tessel_last_error());
+    return CLI_FAIL;
+}
+
+int cli_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out)
+{
+    /* strtoll skips leading blanks and accepts a sign; a size written
+     * " 12" or "+12" is odd but harmless, "" and "12x" are not. */
+    if (!text || !*text)
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || *end || end == text || v < min || v > max)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+int cli_parse_float(const char *text, float *out)
+{
+    if (!text || !*text)
+        return -1;
+    char *end;
+    errno = 0;
+    float v = strtof(text, &end);
+    if (errno || *end || end == text || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_take_value(int argc, char **argv, int *i, const char *name, const char **value)
+{
+    const char *arg = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0)
+        return 0;
+    if (arg[n] == '=') {
+        *value = arg + n + 1;
+        return 1;
+    }
+    if (arg[n] != '\0')
+        return 0; /* a longer option that merely starts with `name` */
+    if (*i + 1 >= argc)
+        return -1;
+    *value = argv[++*i];
+    return 1;
+}
+
+int cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_json_string(FILE *out, const char *text)
+{
+    fputc('"', out);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(out, "\\%c", *c);
+        else if (*c == '\n')
+            fputs("\\n", out);
+        else if (*c == '\t')
+            fputs("\\t", out);
+        else if (*c < 0x20 || *c == 0x7f)
+            fprintf(out, "\\u%04x", *c);
+        else
+            fputc(*c, out); /* bytes >= 0x80 pass through: UTF-8 stays UTF-8 */
+    }
+    fputc('"', out);
+}
+
+void cli_json_number(FILE *out, double value)
+{
+    if (isfinite(value))
+        fprintf(out, "%.6g", value);
+    else
+        fputs("null", out);
+}

@@ -1,0 +1,57 @@
+/*
+ * cli.h - what the subcommands of the `tessel` tool share: their entry
+ * points, argument parsing that rejects anything not wholly a number,
+ * the exit codes, the monotonic clock and the one way library errors are
+ * reported. The tool is thin: it parses, calls the library, and prints;
+ * it may include internal headers (src/) because it ships with the library.
+ */
+#ifndef TESSEL_CLI_H
+#define TESSEL_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tessel.h"
+
+/* Exit codes: 0 success, 1 the library failed (or --check found an error),
+ * 2 the command line was wrong. Scripts tell "bad usage" from "bad result". */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* Subcommands: argv[0] is the subcommand's name. Each returns an exit code. */
+int cmd_probe(int argc, char **argv);
+int cmd_gemm(int argc, char **argv);
+
+/* Prints "tessel <cmd>: <message>" and the usage line to stderr and returns
+ * CLI_USAGE, so a parser can `return cli_usage_error(...)`. */
+int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prints "tessel: <status_str>: <tessel_last_error()>" to stderr and
+ * returns CLI_FAIL. */
+int cli_library_error(tessel_status status);
+
+/* Parses all of `text` as a decimal integer in [min, max]; 0 on success,
+ * -1 if it is not a number, has trailing characters, or is out of range. */
+int cli_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);
+
+/* Parses all of `text` as a finite float; 0 on success, -1 otherwise. */
+int cli_parse_float(const char *text, float *out);
+
+/* Whether argv[*i] is option `name`, given as "--name value" or
+ * "--name=value": returns 1 and sets *value (advancing *i past a separate
+ * value), 0 if argv[*i] is something else, -1 if the value is missing. */
+int cli_take_value(int argc, char **argv, int *i, const char *name, const char **value);
+
+/* Whether `arg` asks for help (-h, --help). */
+int cli_is_help(const char *arg);
+
+/* Seconds on the monotonic clock: immune to wall-clock adjustments. */
+double cli_now(void);
+
+/* Writes `text` as a JSON string literal, quotes included. */
+void cli_json_string(FILE *out, const char *text);
+
+/* Writes a JSON number, or null for NaN and infinities (JSON has neither). */
+void cli_json_number(FILE *out, double value);
+
+#endif /* TESSEL_CLI_H */
