@@ -1,6 +1,160 @@
-/* test_model.c - placeholder until the suite is written. */
+/*
+ * test_model.c - the analytic model and the planner, checked against
+ * numbers computed by hand from DESIGN's rules for two known machines, and
+ * the planner's invariants (exact cover of M, optimal remainder cover,
+ * balanced thread split) on every M up to 1000.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "plan/plan.h"
 #include "test.h"
+
+/* Hand computation, zen4 preset (AVX-512: 16 floats, 32 registers; L1 32 KiB
+ * 8-way 64 B lines = 64 sets; L2 1 MiB 8-way = 2048 sets; L3 32 MiB 16-way
+ * shared by 16; FMA latency 4, 1 FMA per cycle):
+ *  - rule 1: mr * nv >= 4;
+ *  - rule 3 feasible: floor(7 / (1 + 16 nv / mr)) >= 1, i.e. mr >= 16 nv / 6;
+ *  - rule 2, FMAs per load mr nv / (mr + nv) within mr nv + nv + 1 <= 32:
+ *    nv 1: mr 16 -> 0.94; nv 2: mr 14 -> 1.75; nv 3: mr 9 -> 2.25;
+ *    nv 4: needs mr >= 11 but registers allow 6. Winner 9 x 48.
+ *  - C_A = floor(7 / (1 + 48 / 9)) = 1; kc = 1 * 64 * 64 / (9 * 4) = 113;
+ *  - mc: B micro-panel 113 * 48 * 4 = 21696 B < one L2 way (131072 B), so
+ *    A gets 8 - 1 - 1 = 6 ways: 6 * 131072 / (113 * 4) = 1739 -> 1737 (9 | mc);
+ *  - nc: L3 share 2 MiB less one way of 16 = 1966080 B / (113 * 4) = 4349
+ *    -> 4320 (48 | nc). */
+static void zen4_by_hand(void)
+{
+    hw_profile hw;
+    CHECK(hw_profile_preset(&hw, "zen4") == 0, "zen4 preset exists");
+    const hw_cache *l1 = hw_data_cache(&hw, 1);
+    CHECK(model_l1_ways_for_a(8, 9, 48) == 1, "C_A for 9x48 on 8 ways");
+    CHECK(model_l1_ways_for_a(8, 14, 32) == 2, "C_A for 14x32 on 8 ways");
+    CHECK(model_l1_ways_for_a(8, 6, 64) == 0, "C_A for 6x64 on 8 ways");
+    CHECK(model_kc(l1, 9, 48) == 113, "kc 9x48 = %lld", (long long)model_kc(l1, 9, 48));
+    CHECK(model_kc(l1, 14, 32) == 146, "kc 14x32 = %lld", (long long)model_kc(l1, 14, 32));
+    CHECK(model_registers(14, 2) == 31 && model_registers(9, 3) == 31, "register counts");
+    CHECK(model_hides_latency(1, 4, 4, 1) && !model_hides_latency(1, 3, 4, 1), "latency rule");
+    CHECK(model_tile_cycles(9, 3, 4, 1, 2) == 27.0, "9x3 tile: FMA-bound 27 cycles");
+    CHECK(model_tile_cycles(1, 1, 4, 1, 2) == 4.0, "1x1 tile: latency-bound 4 cycles");
+
+#if defined(__x86_64__)
+    plan_model m;
+    CHECK(plan_model_init(&m, &hw) == 0, "zen4 model builds");
+    CHECK(m.mr == 9 && m.nv == 3 && m.nr == 48, "zen4 tile %dx%d", m.mr, m.nr);
+    CHECK(m.kc == 113, "zen4 kc %lld", (long long)m.kc);
+    CHECK(m.mc == 1737, "zen4 mc %lld", (long long)m.mc);
+    CHECK(m.nc == 4320, "zen4 nc %lld", (long long)m.nc);
+#endif
+}
+
+/* Hand computation, avx2-16 preset (8 floats, 16 registers; L1 32 KiB
+ * 8-way = 64 sets; L2 256 KiB 4-way = 1024 sets; L3 8 MiB 16-way shared by
+ * 8; FMA latency 5, 2 FMAs per cycle):
+ *  - rule 1: mr * nv >= 10;
+ *  - nv 1: mr 14 (16 registers) -> 14/15 = 0.93; nv 2: mr 5..6 -> 6: 1.5;
+ *    nv 3: mr 4 (4*3+3+1 = 16) -> 12/7 = 1.71; nv 4: mr <= 2 misses rule 1.
+ *    Winner 4 x 24.
+ *  - C_A = floor(7 / (1 + 24 / 4)) = 1; kc = 64 * 64 / (4 * 4) = 256;
+ *  - mc: B micro-panel 256 * 24 * 4 = 24576 B < one way (65536 B); A gets
+ *    4 - 1 - 1 = 2 ways: 2 * 65536 / 1024 = 128;
+ *  - nc: share 1 MiB less 1/16 = 983040 B / 1024 = 960 (24 | 960). */
+static void avx2_by_hand(void)
+{
+    hw_profile hw;
+    CHECK(hw_profile_preset(&hw, "avx2-16") == 0, "avx2-16 preset exists");
+    CHECK(model_tile_cycles(4, 3, 5, 2, 2) == 6.0, "4x3 tile: 6 cycles");
+    CHECK(model_tile_cycles(2, 1, 5, 2, 2) == 5.0, "2x1 tile: latency-bound");
+#if defined(__x86_64__)
+    plan_model m;
+    CHECK(plan_model_init(&m, &hw) == 0, "avx2-16 model builds");
+    CHECK(m.mr == 4 && m.nv == 3 && m.nr == 24, "avx2-16 tile %dx%d", m.mr, m.nr);
+    CHECK(m.kc == 256, "avx2-16 kc %lld", (long long)m.kc);
+    CHECK(m.mc == 128, "avx2-16 mc %lld", (long long)m.mc);
+    CHECK(m.nc == 960, "avx2-16 nc %lld", (long long)m.nc);
+#endif
+}
+
+/* The cheapest cover of `len` rows, by exhaustive recursion. */
+static double brute_cover(const plan_model *m, int len, double *memo)
+{
+    if (len == 0)
+        return 0.0;
+    if (memo[len] >= 0)
+        return memo[len];
+    double best = INFINITY;
+    for (int h = 1; h <= len && h <= UK_MAX_MR; h++) {
+        if (m->tile_cycles[m->nv][h] == 0.0)
+            continue;
+        double tile = m->tile_cycles[m->nv][h] + (30.0 + 2.0 * h * m->nv) / (double)m->kc;
+        double cost = tile + brute_cover(m, len - h, memo);
+        if (cost < best)
+            best = cost;
+    }
+    return memo[len] = best;
+}
+
+static void planner_invariants(void)
+{
+    plan_model m;
+    CHECK(plan_model_init(&m, hw_default_profile()) == 0, "model of this machine builds");
+
+    double memo[PLAN_DP_LEN + 1];
+    for (int i = 0; i <= PLAN_DP_LEN; i++)
+        memo[i] = -1.0;
+    for (int len = 1; len <= PLAN_DP_LEN; len++)
+        CHECK(fabs(m.dp_cost[len] - brute_cover(&m, len, memo)) < 1e-9,
+              "DP cover of %d rows is optimal", len);
+
+    int bad_cover = 0, bad_kernel = 0, bad_split = 0, bad_balance = 0;
+    for (int64_t M = 0; M <= 1000; M++) {
+        for (int threads = 1; threads <= 3; threads++) {
+            gemm_shape s = {.M = M, .N = 100 + M % 7, .K = 64};
+            gemm_plan p;
+            plan_gemm(&m, &s, threads, &p);
+            int64_t rows = 0;
+            for (int i = 0; i < p.nruns; i++) {
+                rows += p.runs[i].mr * p.runs[i].count;
+                ukernel_desc d = {.isa = p.isa, .mr = p.runs[i].mr, .nv = p.nv, .a_packed = true};
+                bad_kernel += ukernel_lookup(&d) == NULL;
+            }
+            bad_cover += rows != M;
+            int64_t units = p.split == 'M' ? p.ntiles : p.npanels;
+            bool ok = p.threads >= 1 && p.threads <= threads && p.bounds[0] == 0 &&
+                      p.bounds[p.threads] == units;
+            for (int t = 0; t < p.threads; t++)
+                ok = ok && p.bounds[t] <= p.bounds[t + 1];
+            bad_split += !ok;
+            /* Balanced: no share exceeds an even share by more than one unit. */
+            if (ok && p.split == 'M' && M > 0) {
+                for (int t = 0; t < p.threads; t++) {
+                    int64_t share = p.bounds[t + 1] - p.bounds[t];
+                    bad_balance += share > units / p.threads + 2;
+                }
+            }
+        }
+    }
+    CHECK(bad_cover == 0, "tessellation covers M exactly (%d misses)", bad_cover);
+    CHECK(bad_kernel == 0, "every tile height has a ukernel (%d missing)", bad_kernel);
+    CHECK(bad_split == 0, "thread bounds partition the work (%d bad)", bad_split);
+    CHECK(bad_balance == 0, "thread shares are balanced (%d unbalanced)", bad_balance);
+
+    /* Small M skips packing when op(B) rows are contiguous. */
+    gemm_plan p;
+    gemm_shape small = {.M = 1, .N = 768, .K = 768};
+    plan_gemm(&m, &small, 1, &p);
+    CHECK(!p.pack_a && !p.pack_b && p.kc == 768, "M = 1 reads A and B in place");
+    small.transb = true;
+    plan_gemm(&m, &small, 1, &p);
+    CHECK(p.pack_b, "M = 1 with B transposed packs B");
+    gemm_shape big = {.M = 2048, .N = 2048, .K = 2048};
+    plan_gemm(&m, &big, 1, &p);
+    CHECK(p.pack_a && p.pack_b && p.kc <= m.kc && p.predicted_seconds > 0, "large GEMM packs");
+}
 
 void suite_model(void)
 {
+    zen4_by_hand();
+    avx2_by_hand();
+    planner_invariants();
 }
