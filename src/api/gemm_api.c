@@ -52,6 +52,8 @@ static tessel_status check_matrix(matrix_arg *m, int64_t batch)
     if (m->span < 0)
         return api_fail(TESSEL_ERR_BAD_SIZE, "%s (%lld x %lld, ld %lld) is larger than memory",
                         m->name, (long long)m->rows, (long long)m->cols, (long long)m->ld);
+    if (batch == 0)
+        m->span = 0; /* an empty batch holds no matrix: NULL is fine */
     if (m->span == 0)
         return TESSEL_OK;
     if (!m->ptr)

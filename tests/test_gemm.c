@@ -1,0 +1,586 @@
+/*
+ * test_gemm.c - differential tests of tessel_sgemm and
+ * tessel_sgemm_strided_batched against ref_sgemm (double accumulation).
+ * Every case fills A and B's padding with NaN (a result that reads it turns
+ * NaN) and C's padding with a sentinel (a write outside the M x N blocks is
+ * seen), then holds every element to an error bound that scales with K, or
+ * to exact equality where no product is formed (K == 0, alpha == 0). The
+ * suite runs a grid over the edge sizes, a few thousand seeded random
+ * cases, explicit exact, batched and large cases, each on contexts of 1, 2
+ * and 3 threads and on the default context. Work per case is capped so the
+ * O(MNK) reference stays cheap, also under sanitizers.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_check.h"
+#include "ref/ref.h"
+#include "tessel.h"
+#include "test.h"
+
+/* Padding of A and B: a quiet NaN, so reading it poisons a result. */
+static const uint32_t INPUT_PAD_BITS = 0x7fc0dead;
+/* Padding of C: finite, so that C = beta * C or C = 0 written there shows. */
+static const uint32_t OUTPUT_PAD_BITS = 0xc4424242; /* about -777.04 */
+/* C's blocks under beta 0 with nan_c. */
+static const uint32_t NAN_C_BITS = 0x7fc0c0c0;
+
+static const int64_t edge_dims[] = {0, 1, 2, 3, 7, 16, 17, 31, 64, 97, 255, 256, 600};
+#define N_EDGE_DIMS ((int)(sizeof edge_dims / sizeof edge_dims[0]))
+
+static float from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint32_t to_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static bool is_trans(char t)
+{
+    return t == 'T' || t == 't';
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Stored shapes: op(A) is M x K, so A is stored K x M under 'T'. */
+static int64_t a_rows(const gemm_case *gc) { return is_trans(gc->transa) ? gc->K : gc->M; }
+static int64_t a_cols(const gemm_case *gc) { return is_trans(gc->transa) ? gc->M : gc->K; }
+static int64_t b_rows(const gemm_case *gc) { return is_trans(gc->transb) ? gc->N : gc->K; }
+static int64_t b_cols(const gemm_case *gc) { return is_trans(gc->transb) ? gc->K : gc->N; }
+
+gemm_case gemm_case_tight(char transa, char transb, int64_t M, int64_t N, int64_t K,
+                          float alpha, float beta)
+{
+    gemm_case gc = {.transa = transa, .transb = transb, .M = M, .N = N, .K = K,
+                    .alpha = alpha, .beta = beta, .batch = 1};
+    gc.lda = max64(a_cols(&gc), 1);
+    gc.ldb = max64(b_cols(&gc), 1);
+    gc.ldc = max64(N, 1);
+    return gc;
+}
+
+void gemm_case_batch(gemm_case *gc, int64_t batch, int64_t gap)
+{
+    gc->batched = true;
+    gc->batch = batch;
+    gc->stride_a = a_rows(gc) * gc->lda + gap;
+    gc->stride_b = b_rows(gc) * gc->ldb + gap;
+    gc->stride_c = gc->M * gc->ldc + gap;
+}
+
+double gemm_case_work(const gemm_case *gc)
+{
+    double per = (double)gc->M * (double)gc->N * (double)(gc->K > 0 ? gc->K : 1);
+    return per * (double)(gc->batch > 0 ? gc->batch : 1);
+}
+
+void gemm_case_describe(const gemm_case *gc, const tessel_ctx *ctx, char *out, size_t len)
+{
+    char threads[16];
+    if (ctx)
+        snprintf(threads, sizeof threads, "%d", tessel_ctx_threads(ctx));
+    else
+        snprintf(threads, sizeof threads, "default");
+    int n = snprintf(out, len,
+                     "%s trans %c%c M %lld N %lld K %lld alpha %g beta %g%s "
+                     "lda %lld ldb %lld ldc %lld",
+                     gc->batched ? "batched" : "sgemm", gc->transa, gc->transb,
+                     (long long)gc->M, (long long)gc->N, (long long)gc->K, (double)gc->alpha,
+                     (double)gc->beta, gc->nan_c ? " (C NaN)" : "", (long long)gc->lda,
+                     (long long)gc->ldb, (long long)gc->ldc);
+    if (gc->batched && n > 0 && (size_t)n < len)
+        n += snprintf(out + n, len - (size_t)n, " batch %lld stride a %lld b %lld c %lld",
+                      (long long)gc->batch, (long long)gc->stride_a, (long long)gc->stride_b,
+                      (long long)gc->stride_c);
+    if (n > 0 && (size_t)n < len)
+        snprintf(out + n, len - (size_t)n, " threads %s", threads);
+}
+
+/* ---- random cases ---- */
+
+static int64_t random_dim(test_rng *r)
+{
+    int64_t pick = test_rng_range(r, 0, 9);
+    if (pick < 5)
+        return edge_dims[test_rng_range(r, 0, N_EDGE_DIMS - 1)];
+    if (pick < 9)
+        return test_rng_range(r, 1, 128);
+    return test_rng_range(r, 129, 700);
+}
+
+/* Tight, a little extra (0..7), or odd and well past the row. */
+static int64_t random_ld(test_rng *r, int64_t cols)
+{
+    int64_t tight = max64(cols, 1);
+    switch (test_rng_range(r, 0, 4)) {
+    case 0:
+    case 1:
+        return tight;
+    case 2:
+    case 3:
+        return tight + test_rng_range(r, 0, 7);
+    default:
+        return (tight + test_rng_range(r, 1, 40)) | 1;
+    }
+}
+
+static char random_trans(test_rng *r)
+{
+    char t = test_rng_range(r, 0, 1) ? 'T' : 'N';
+    if (test_rng_range(r, 0, 15) == 0)
+        t = (char)(t - 'A' + 'a');
+    return t;
+}
+
+static float random_alpha(test_rng *r)
+{
+    static const float alphas[] = {1.0f, 1.0f, 1.0f, -1.5f, -1.5f, 0.0f,
+                                   0.5f, -1.0f, 2.5f,  0.3f,  -0.0078125f};
+    return alphas[test_rng_range(r, 0, (int64_t)(sizeof alphas / sizeof alphas[0]) - 1)];
+}
+
+static float random_beta(test_rng *r)
+{
+    static const float betas[] = {0.0f, 0.0f, 0.0f, 1.0f, 1.0f, -1.5f, -1.5f, 0.5f, -1.0f, 3.0f};
+    return betas[test_rng_range(r, 0, (int64_t)(sizeof betas / sizeof betas[0]) - 1)];
+}
+
+/* The stride of input matrices in a batch: apart, reused (0), or
+ * interleaved column blocks of one wide matrix (then ld grows to fit). */
+static int64_t random_input_stride(test_rng *r, int64_t batch, int64_t rows, int64_t cols,
+                                   int64_t *ld)
+{
+    int64_t pick = test_rng_range(r, 0, 19);
+    if (pick < 4)
+        return 0;
+    if (pick < 7 && cols > 0) {
+        *ld = max64(*ld, batch * cols + test_rng_range(r, 0, 3));
+        return cols;
+    }
+    return rows * *ld + test_rng_range(r, 0, 9);
+}
+
+void gemm_random_case(test_rng *r, double max_work, gemm_case *gc)
+{
+    do {
+        *gc = gemm_case_tight(random_trans(r), random_trans(r), random_dim(r), random_dim(r),
+                              random_dim(r), random_alpha(r), random_beta(r));
+        if (test_rng_range(r, 0, 3) == 0) {
+            static const int64_t batches[] = {0, 1, 2, 7, 12};
+            gc->batched = true;
+            gc->batch = batches[test_rng_range(r, 0, 4)];
+        }
+    } while (gemm_case_work(gc) > max_work);
+
+    gc->lda = random_ld(r, a_cols(gc));
+    gc->ldb = random_ld(r, b_cols(gc));
+    gc->ldc = random_ld(r, gc->N);
+    gc->nan_c = gc->beta == 0.0f && test_rng_range(r, 0, 1);
+    if (!gc->batched)
+        return;
+    gc->stride_a = random_input_stride(r, gc->batch, a_rows(gc), a_cols(gc), &gc->lda);
+    gc->stride_b = random_input_stride(r, gc->batch, b_rows(gc), b_cols(gc), &gc->ldb);
+    if (test_rng_range(r, 0, 2) == 0 && gc->N > 0) {
+        /* Heads side by side: C is [M, batch * N], head h at column h * N. */
+        gc->ldc = max64(gc->ldc, gc->batch * gc->N + test_rng_range(r, 0, 3));
+        gc->stride_c = gc->N;
+    } else {
+        gc->stride_c = gc->M * gc->ldc + test_rng_range(r, 0, 9);
+    }
+}
+
+/* ---- running and judging one case ---- */
+
+/* Elements spanned by `count` matrices of rows x ld at `stride`, whole
+ * last rows included so that their padding is checked too. */
+static size_t buffer_len(int64_t rows, int64_t ld, int64_t count, int64_t stride)
+{
+    int64_t n = rows * ld + (count - 1) * stride;
+    return (size_t)max64(n, 1);
+}
+
+/* Padding everywhere, then random values in each matrix's rows x cols. */
+static void fill_matrices(test_rng *r, float *x, size_t len, int64_t rows, int64_t cols,
+                          int64_t ld, int64_t count, int64_t stride, uint32_t pad_bits)
+{
+    float pad = from_bits(pad_bits);
+    for (size_t i = 0; i < len; i++)
+        x[i] = pad;
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++)
+                x[b * stride + i * ld + j] = test_rng_float(r);
+}
+
+typedef struct {
+    float *A, *B, *C, *A0, *B0, *C0, *E, *absA, *absB, *absAB;
+    unsigned char *owned; /* 1 where an element of C belongs to a result block */
+} case_buffers;
+
+static void free_buffers(case_buffers *m)
+{
+    free(m->A);
+    free(m->B);
+    free(m->C);
+    free(m->A0);
+    free(m->B0);
+    free(m->C0);
+    free(m->E);
+    free(m->absA);
+    free(m->absB);
+    free(m->absAB);
+    free(m->owned);
+}
+
+bool gemm_run_case(tessel_ctx *ctx, const gemm_case *gc, uint64_t seed, char *why,
+                   size_t why_len)
+{
+    char name[320];
+    gemm_case_describe(gc, ctx, name, sizeof name);
+    test_rng r = {seed};
+    const int64_t M = gc->M, N = gc->N, K = gc->K;
+    const int64_t count = gc->batch > 0 ? gc->batch : 1; /* matrices filled */
+    const int64_t results = gc->batched ? gc->batch : 1; /* matrices computed */
+    size_t a_len = buffer_len(a_rows(gc), gc->lda, count, gc->stride_a);
+    size_t b_len = buffer_len(b_rows(gc), gc->ldb, count, gc->stride_b);
+    size_t c_len = buffer_len(M, gc->ldc, count, gc->stride_c);
+    size_t mn = (size_t)max64(M * N, 1);
+
+    case_buffers m = {
+        .A = malloc(a_len * sizeof(float)), .B = malloc(b_len * sizeof(float)),
+        .C = malloc(c_len * sizeof(float)), .A0 = malloc(a_len * sizeof(float)),
+        .B0 = malloc(b_len * sizeof(float)), .C0 = malloc(c_len * sizeof(float)),
+        .E = malloc(c_len * sizeof(float)), .absA = malloc(a_len * sizeof(float)),
+        .absB = malloc(b_len * sizeof(float)), .absAB = malloc(mn * sizeof(float)),
+        .owned = calloc(c_len, 1),
+    };
+    if (!m.A || !m.B || !m.C || !m.A0 || !m.B0 || !m.C0 || !m.E || !m.absA || !m.absB ||
+        !m.absAB || !m.owned) {
+        snprintf(why, why_len, "%s: test cannot allocate", name);
+        free_buffers(&m);
+        return false;
+    }
+
+    fill_matrices(&r, m.A, a_len, a_rows(gc), a_cols(gc), gc->lda, count, gc->stride_a,
+                  INPUT_PAD_BITS);
+    fill_matrices(&r, m.B, b_len, b_rows(gc), b_cols(gc), gc->ldb, count, gc->stride_b,
+                  INPUT_PAD_BITS);
+    fill_matrices(&r, m.C, c_len, M, N, gc->ldc, results, gc->stride_c, OUTPUT_PAD_BITS);
+    for (int64_t b = 0; b < results; b++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                size_t at = (size_t)(b * gc->stride_c + i * gc->ldc + j);
+                m.owned[at] = 1;
+                if (gc->nan_c)
+                    m.C[at] = from_bits(NAN_C_BITS);
+            }
+    memcpy(m.A0, m.A, a_len * sizeof(float));
+    memcpy(m.B0, m.B, b_len * sizeof(float));
+    memcpy(m.C0, m.C, c_len * sizeof(float));
+
+    tessel_status s;
+    if (gc->batched)
+        s = tessel_sgemm_strided_batched(ctx, gc->transa, gc->transb, M, N, K, gc->alpha, m.A,
+                                         gc->lda, gc->stride_a, m.B, gc->ldb, gc->stride_b,
+                                         gc->beta, m.C, gc->ldc, gc->stride_c, gc->batch);
+    else
+        s = tessel_sgemm(ctx, gc->transa, gc->transb, M, N, K, gc->alpha, m.A, gc->lda, m.B,
+                         gc->ldb, gc->beta, m.C, gc->ldc);
+    const char *error = tessel_last_error();
+    if (s != TESSEL_OK || error[0] != '\0') {
+        snprintf(why, why_len, "%s: status %d (%s), last error \"%s\"", name, (int)s,
+                 tessel_status_str(s), error);
+        free_buffers(&m);
+        return false;
+    }
+    if (memcmp(m.A, m.A0, a_len * sizeof(float)) || memcmp(m.B, m.B0, b_len * sizeof(float))) {
+        snprintf(why, why_len, "%s: an input was modified", name);
+        free_buffers(&m);
+        return false;
+    }
+
+    /* Expected values and |A||B|, one matrix of the batch at a time. */
+    memcpy(m.E, m.C0, c_len * sizeof(float));
+    for (size_t i = 0; i < a_len; i++)
+        m.absA[i] = fabsf(m.A[i]);
+    for (size_t i = 0; i < b_len; i++)
+        m.absB[i] = fabsf(m.B[i]);
+    const bool exact = K == 0 || gc->alpha == 0.0f;
+    const double unit = ldexp(1.0, -24);
+    double worst = 0.0; /* error / bound; INFINITY for NaN or a wrong exact value */
+    char worst_text[200] = "";
+    long bad = 0;
+    for (int64_t b = 0; b < results; b++) {
+        ref_sgemm(gc->transa, gc->transb, M, N, K, gc->alpha, m.A + b * gc->stride_a, gc->lda,
+                  m.B + b * gc->stride_b, gc->ldb, gc->beta, m.E + b * gc->stride_c, gc->ldc);
+        if (!exact)
+            ref_sgemm(gc->transa, gc->transb, M, N, K, 1.0f, m.absA + b * gc->stride_a,
+                      gc->lda, m.absB + b * gc->stride_b, gc->ldb, 0.0f, m.absAB,
+                      max64(N, 1));
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                size_t at = (size_t)(b * gc->stride_c + i * gc->ldc + j);
+                double got = m.C[at], want = m.E[at], err = fabs(got - want), ratio;
+                double bound = 0.0;
+                if (exact) {
+                    ratio = got == want ? 0.0 : INFINITY;
+                } else {
+                    double c_term = gc->beta == 0.0f ? 0.0 : fabs((double)gc->beta * m.C0[at]);
+                    bound = 2.0 * (double)(K + 2) * unit *
+                                (fabs((double)gc->alpha) * m.absAB[i * N + j] + c_term) +
+                            1e-30;
+                    ratio = err <= bound ? err / bound : isnan(err) ? INFINITY : err / bound;
+                }
+                if (ratio > 1.0)
+                    bad++;
+                if (ratio > worst || worst_text[0] == '\0') {
+                    worst = ratio;
+                    snprintf(worst_text, sizeof worst_text,
+                             "C[%lld](%lld,%lld) = %.9g, want %.9g, err %.3g, bound %.3g%s",
+                             (long long)b, (long long)i, (long long)j, got, want, err, bound,
+                             exact ? " (exact)" : "");
+                }
+            }
+    }
+    if (bad) {
+        snprintf(why, why_len, "%s: %ld elements out of bound, worst %s", name, bad, worst_text);
+        free_buffers(&m);
+        return false;
+    }
+
+    for (size_t i = 0; i < c_len; i++)
+        if (!m.owned[i] && to_bits(m.C[i]) != OUTPUT_PAD_BITS) {
+            snprintf(why, why_len, "%s: C padding element %zu written: %.9g", name, i,
+                     (double)m.C[i]);
+            free_buffers(&m);
+            return false;
+        }
+    snprintf(why, why_len, "%s: ok, worst error/bound %.3g", name, worst);
+    free_buffers(&m);
+    return true;
+}
+
+/* ---- the suite ---- */
+
+/* The contexts cases rotate over: default, then 1, 2 and 3 threads. */
+enum { N_CTX = 4 };
+static tessel_ctx *contexts[N_CTX];
+static long case_index;
+
+static void run_on(tessel_ctx *ctx, const gemm_case *gc)
+{
+    char why[800];
+    bool ok = gemm_run_case(ctx, gc, 0x5eed0000u + (uint64_t)case_index++, why, sizeof why);
+    CHECK(ok, "%s", why);
+}
+
+/* The next context in the rotation. */
+static tessel_ctx *next_ctx(void)
+{
+    return contexts[case_index % N_CTX];
+}
+
+static void run_case(const gemm_case *gc)
+{
+    run_on(next_ctx(), gc);
+}
+
+/* Every pair of edge sizes for M and N against a few K, all transposes in
+ * turn, skipping the products too large for the reference. */
+static void grid_cases(void)
+{
+    static const int64_t ks[] = {0, 1, 3, 17, 64, 255};
+    static const char trans[4][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
+    test_rng r = {0x6121d};
+    int n = 0;
+    for (int mi = 0; mi < N_EDGE_DIMS; mi++)
+        for (int ni = 0; ni < N_EDGE_DIMS; ni++)
+            for (int ki = 0; ki < (int)(sizeof ks / sizeof ks[0]); ki++) {
+                gemm_case gc = gemm_case_tight(trans[n % 4][0], trans[n % 4][1], edge_dims[mi],
+                                               edge_dims[ni], ks[ki], random_alpha(&r),
+                                               random_beta(&r));
+                n++;
+                if (gemm_case_work(&gc) > 4e6)
+                    continue;
+                gc.lda = random_ld(&r, a_cols(&gc));
+                gc.ldb = random_ld(&r, b_cols(&gc));
+                gc.ldc = random_ld(&r, gc.N);
+                gc.nan_c = gc.beta == 0.0f;
+                run_case(&gc);
+            }
+}
+
+static void random_cases(int count)
+{
+    test_rng r = {0x7e55e1};
+    for (int i = 0; i < count; i++) {
+        gemm_case gc;
+        gemm_random_case(&r, i % 200 == 0 ? 3e7 : 1.5e6, &gc);
+        run_case(&gc);
+    }
+}
+
+/* No product formed: C = beta * C exactly (zeros over NaN for beta 0), and
+ * empty outputs untouched. */
+static void exact_cases(void)
+{
+    static const float betas[] = {0.0f, 1.0f, -1.5f, 0.5f};
+    for (int c = 0; c < N_CTX; c++)
+        for (int bi = 0; bi < 4; bi++) {
+            gemm_case gc = gemm_case_tight('N', 'N', 17, 64, 0, 1.0f, betas[bi]);
+            gc.ldc = 67;
+            gc.nan_c = betas[bi] == 0.0f;
+            run_on(contexts[c], &gc);
+
+            gc = gemm_case_tight('T', 'N', 5, 7, 13, 0.0f, betas[bi]);
+            gc.lda = 9;
+            gc.nan_c = betas[bi] == 0.0f;
+            run_on(contexts[c], &gc);
+
+            gc = gemm_case_tight('N', 'T', 97, 31, 64, 0.0f, betas[bi]);
+            gc.nan_c = betas[bi] == 0.0f;
+            run_on(contexts[c], &gc);
+
+            gc = gemm_case_tight('T', 'T', 31, 255, 0, -1.5f, betas[bi]);
+            gemm_case_batch(&gc, 7, 3);
+            gc.nan_c = betas[bi] == 0.0f;
+            run_on(contexts[c], &gc);
+        }
+    static const int64_t empty[][3] = {{0, 7, 5}, {7, 0, 5}, {0, 0, 5}, {0, 7, 0}, {600, 0, 64},
+                                       {0, 600, 64}};
+    for (int c = 0; c < N_CTX; c++)
+        for (int e = 0; e < 6; e++) {
+            gemm_case gc = gemm_case_tight(c % 2 ? 'T' : 'N', 'N', empty[e][0], empty[e][1],
+                                           empty[e][2], 1.0f, c % 2 ? 0.0f : -1.5f);
+            gc.ldc += 3;
+            run_on(contexts[c], &gc);
+            gemm_case_batch(&gc, 2, 1);
+            run_on(contexts[c], &gc);
+        }
+}
+
+/* Lowercase flags once, alongside the uppercase ones. */
+static void lowercase_cases(void)
+{
+    static const char flags[4][2] = {{'n', 'n'}, {'n', 't'}, {'t', 'n'}, {'t', 't'}};
+    for (int f = 0; f < 4; f++) {
+        gemm_case gc = gemm_case_tight(flags[f][0], flags[f][1], 23, 19, 37, -1.5f, 0.5f);
+        gc.lda += 1;
+        gc.ldc += 2;
+        run_case(&gc);
+    }
+}
+
+/* Strided batches: apart, reused inputs (stride 0), and attention-style
+ * heads interleaved in one [M, heads * N] output (stride_c N, ldc heads N),
+ * with Q likewise [M, heads * K]. */
+static void batched_cases(void)
+{
+    static const int64_t batches[] = {0, 1, 2, 7, 12};
+    static const char trans[4][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
+    test_rng r = {0xba7c4};
+    for (int bi = 0; bi < 5; bi++)
+        for (int layout = 0; layout < 5; layout++)
+            for (int t = 0; t < 4; t++) {
+                int64_t batch = batches[bi];
+                gemm_case gc = gemm_case_tight(trans[t][0], trans[t][1],
+                                               test_rng_range(&r, 1, 40), test_rng_range(&r, 1, 40),
+                                               test_rng_range(&r, 1, 70), random_alpha(&r),
+                                               random_beta(&r));
+                gc.nan_c = gc.beta == 0.0f;
+                gemm_case_batch(&gc, batch, test_rng_range(&r, 0, 5));
+                switch (layout) {
+                case 1:
+                    gc.stride_a = 0;
+                    break;
+                case 2:
+                    gc.stride_b = 0;
+                    break;
+                case 3:
+                    gc.stride_a = 0;
+                    gc.stride_b = 0;
+                    break;
+                case 4:
+                    gc.ldc = max64(batch, 1) * gc.N;
+                    gc.stride_c = gc.N;
+                    if (!is_trans(gc.transa)) {
+                        gc.lda = max64(batch, 1) * gc.K;
+                        gc.stride_a = gc.K;
+                    }
+                    break;
+                default:
+                    break;
+                }
+                run_case(&gc);
+            }
+    /* An attention score block: 12 heads of 64 x 64 over d 64, S = Q K^T
+     * with Q, K and S all [64, 12 * 64]. */
+    for (int c = 0; c < N_CTX; c++) {
+        gemm_case gc = gemm_case_tight('N', 'T', 64, 64, 64, 0.125f, 0.0f);
+        gc.batched = true;
+        gc.batch = 12;
+        gc.lda = gc.ldb = gc.ldc = 12 * 64;
+        gc.stride_a = gc.stride_b = gc.stride_c = 64;
+        gc.nan_c = true;
+        run_on(contexts[c], &gc);
+    }
+}
+
+/* The 600-sized and other large products, a few per thread count. */
+static void large_cases(void)
+{
+    static const struct {
+        char ta, tb;
+        int64_t M, N, K;
+    } big[] = {
+        {'N', 'N', 600, 600, 64}, {'T', 'N', 256, 256, 256}, {'N', 'T', 600, 97, 600},
+        {'T', 'T', 97, 600, 255}, {'N', 'N', 255, 600, 97},  {'T', 'N', 600, 31, 600},
+    };
+    test_rng r = {0xb16};
+    for (int i = 0; i < (int)(sizeof big / sizeof big[0]); i++)
+        for (int rep = 0; rep < 2; rep++) {
+            gemm_case gc = gemm_case_tight(big[i].ta, big[i].tb, big[i].M, big[i].N, big[i].K,
+                                           rep ? -1.5f : 1.0f, rep ? 1.0f : 0.0f);
+            gc.lda = random_ld(&r, a_cols(&gc));
+            gc.ldb = random_ld(&r, b_cols(&gc));
+            gc.ldc = random_ld(&r, gc.N);
+            gc.nan_c = gc.beta == 0.0f;
+            run_case(&gc);
+        }
+}
+
+void suite_gemm(void)
+{
+    static const int threads[N_CTX] = {0, 1, 2, 3};
+    contexts[0] = NULL;
+    for (int c = 1; c < N_CTX; c++) {
+        tessel_status s = tessel_ctx_create(&contexts[c], threads[c]);
+        CHECK(s == TESSEL_OK && contexts[c], "tessel_ctx_create(%d): %s", threads[c],
+              tessel_status_str(s));
+        if (s != TESSEL_OK)
+            return;
+        CHECK(tessel_ctx_threads(contexts[c]) == threads[c], "context of %d threads runs %d",
+              threads[c], tessel_ctx_threads(contexts[c]));
+    }
+    case_index = 0;
+    exact_cases();
+    lowercase_cases();
+    batched_cases();
+    grid_cases();
+    random_cases(2400);
+    large_cases();
+    for (int c = 1; c < N_CTX; c++)
+        tessel_ctx_destroy(contexts[c]);
+}
