@@ -67,6 +67,48 @@ tessel_status tessel_sgemm_strided_batched(tessel_ctx *ctx, char transa, char tr
                                            float beta, float *C, int64_t ldc, int64_t stride_c,
                                            int64_t batch);
 
+/* ---- Pre-packed weights and fused epilogues ----
+ *
+ * An inference runtime's linear layer multiplies a changing activation
+ * (M = batch x sequence length, different on every call) by constant
+ * weights. Packing the weights once into the ukernels' panel layout saves
+ * re-packing them on every call, for every M. */
+
+typedef struct tessel_packed_b tessel_packed_b;
+
+/* Packs op(B) (K x N; B itself is K x N for 'N', N x K for 'T') once.
+ * The handle is usable with any context of this process, by any number of
+ * threads at once, until tessel_packed_destroy. */
+tessel_status tessel_sgemm_pack_b(tessel_ctx *ctx, char transb, int64_t K, int64_t N,
+                                  const float *B, int64_t ldb, tessel_packed_b **packed);
+void tessel_packed_destroy(tessel_packed_b *packed);
+
+typedef enum tessel_activation {
+    TESSEL_ACT_NONE = 0,
+    TESSEL_ACT_RELU = 1,      /* max(x, 0) */
+    TESSEL_ACT_GELU_TANH = 2, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    TESSEL_ACT_GELU_ERF = 3   /* 0.5 x (1 + erf(x / sqrt(2))) */
+} tessel_activation;
+
+/* Applied as C is stored: C = act(alpha * op(A) op(B) + beta * C + bias),
+ * bias a row of N floats added to every row (NULL for none). */
+typedef struct tessel_epilogue {
+    const float *bias;
+    tessel_activation activation;
+} tessel_epilogue;
+
+/* C[M, N] = alpha * op(A) * B_packed + beta * C, op(A) M x K. */
+tessel_status tessel_sgemm_packed(tessel_ctx *ctx, char transa, int64_t M, const float *A,
+                                  int64_t lda, const tessel_packed_b *packed, float alpha,
+                                  float beta, float *C, int64_t ldc);
+
+/* The same with an epilogue (NULL: none), so Y = act(X W + b) is one pass. */
+tessel_status tessel_sgemm_packed_epilogue(tessel_ctx *ctx, char transa, int64_t M,
+                                           const float *A, int64_t lda,
+                                           const tessel_packed_b *packed, float alpha,
+                                           float beta, float *C, int64_t ldc,
+                                           const tessel_epilogue *epilogue);
+
 /* A short, static description of a status ("bad leading dimension"). */
 const char *tessel_status_str(tessel_status status);
 

@@ -54,6 +54,7 @@ static const struct {
     {"model", suite_model},
     {"kernels", suite_kernels},
     {"gemm", suite_gemm},
+    {"packed", suite_packed},
     {"bad_input", suite_bad_input},
     {"concurrency", suite_concurrency},
 };

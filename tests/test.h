@@ -28,6 +28,7 @@ void suite_hw(void);
 void suite_model(void);
 void suite_kernels(void);
 void suite_gemm(void);
+void suite_packed(void);
 void suite_bad_input(void);
 void suite_concurrency(void);
 

@@ -76,7 +76,7 @@ static void avx2_by_hand(void)
 }
 
 /* The cheapest cover of `len` rows, by exhaustive recursion. */
-static double brute_cover(const plan_model *m, int len, double *memo)
+static double brute_cover(const plan_model *m, int nv, int len, double *memo)
 {
     if (len == 0)
         return 0.0;
@@ -84,10 +84,10 @@ static double brute_cover(const plan_model *m, int len, double *memo)
         return memo[len];
     double best = INFINITY;
     for (int h = 1; h <= len && h <= UK_MAX_MR; h++) {
-        if (m->tile_cycles[m->nv][h] == 0.0)
+        if (m->tile_cycles[nv][h] == 0.0 || (nv == m->nv && h > m->mr))
             continue;
-        double tile = m->tile_cycles[m->nv][h] + (30.0 + 2.0 * h * m->nv) / (double)m->kc;
-        double cost = tile + brute_cover(m, len - h, memo);
+        double tile = m->tile_cycles[nv][h] + (30.0 + 2.0 * h * nv) / (double)m->kc;
+        double cost = tile + brute_cover(m, nv, len - h, memo);
         if (cost < best)
             best = cost;
     }
@@ -99,23 +99,27 @@ static void planner_invariants(void)
     plan_model m;
     CHECK(plan_model_init(&m, hw_default_profile()) == 0, "model of this machine builds");
 
-    double memo[PLAN_DP_LEN + 1];
-    for (int i = 0; i <= PLAN_DP_LEN; i++)
-        memo[i] = -1.0;
-    for (int len = 1; len <= PLAN_DP_LEN; len++)
-        CHECK(fabs(m.dp_cost[len] - brute_cover(&m, len, memo)) < 1e-9,
-              "DP cover of %d rows is optimal", len);
+    for (int nv = 1; nv <= UK_MAX_NV; nv++) {
+        double memo[PLAN_DP_LEN + 1];
+        for (int i = 0; i <= PLAN_DP_LEN; i++)
+            memo[i] = -1.0;
+        int worse = 0;
+        for (int len = 1; len <= PLAN_DP_LEN; len++)
+            worse += fabs(m.dp_cost[nv][len] - brute_cover(&m, nv, len, memo)) > 1e-9;
+        CHECK(worse == 0, "DP covers for nv %d: %d lengths not optimal", nv, worse);
+    }
 
     int bad_cover = 0, bad_kernel = 0, bad_split = 0, bad_balance = 0;
     for (int64_t M = 0; M <= 1000; M++) {
         for (int threads = 1; threads <= 3; threads++) {
-            gemm_shape s = {.M = M, .N = 100 + M % 7, .K = 64};
+            gemm_shape s = {.M = M, .N = M % 3 == 0 ? 5 + M % 11 : 100 + M % 7, .K = 64};
             gemm_plan p;
             plan_gemm(&m, &s, threads, &p);
             int64_t rows = 0;
             for (int i = 0; i < p.nruns; i++) {
                 rows += p.runs[i].mr * p.runs[i].count;
-                ukernel_desc d = {.isa = p.isa, .mr = p.runs[i].mr, .nv = p.nv, .a_packed = true};
+                int nv = p.npanels == 1 ? (int)((s.N + p.vec - 1) / p.vec) : p.nv;
+                ukernel_desc d = {.isa = p.isa, .mr = p.runs[i].mr, .nv = nv, .a_packed = true};
                 bad_kernel += ukernel_lookup(&d) == NULL;
             }
             bad_cover += rows != M;

@@ -94,6 +94,26 @@ static bool batch_outputs_disjoint(const matrix_arg *c, int64_t batch)
     return c->stride >= c->cols && (batch - 1) * c->stride + c->cols <= c->ld;
 }
 
+/* Hands a checked call to the operator on ctx (or the default context). */
+static tessel_status run_gemm(tessel_ctx *ctx, const gemm_call *call, int64_t batch,
+                              int64_t stride_a, int64_t stride_b, int64_t stride_c)
+{
+    tessel_status s;
+    tessel_ctx *resolved = api_resolve_ctx(ctx, &s);
+    if (!resolved)
+        return s;
+    if (call->packed && call->packed->isa != resolved->model.hw.isa)
+        return api_fail(TESSEL_ERR_BAD_ARG, "B was packed for %s, this context runs %s",
+                        hw_isa_name(call->packed->isa), hw_isa_name(resolved->model.hw.isa));
+    op_env env = {.model = &resolved->model, .pool = resolved->pool,
+                  .buffers = resolved->buffers, .threads = resolved->threads};
+    s = op_sgemm(&env, call, batch, stride_a, stride_b, stride_c);
+    if (s == TESSEL_ERR_NO_MEMORY)
+        return api_fail(s, "cannot allocate packing buffers for %lld x %lld x %lld",
+                        (long long)call->M, (long long)call->N, (long long)call->K);
+    return s;
+}
+
 static tessel_status gemm_checked(tessel_ctx *ctx, char transa, char transb, int64_t M,
                                   int64_t N, int64_t K, float alpha, const float *A,
                                   int64_t lda, int64_t stride_a, const float *B, int64_t ldb,
@@ -123,22 +143,13 @@ static tessel_status gemm_checked(tessel_ctx *ctx, char transa, char transb, int
     if (reads_ab && (overlaps(&c, &a) || overlaps(&c, &b)))
         return api_fail(TESSEL_ERR_ALIAS, "C overlaps %s", overlaps(&c, &a) ? "A" : "B");
 
-    tessel_ctx *resolved = api_resolve_ctx(ctx, &s);
-    if (!resolved)
-        return s;
     gemm_call call = {
         .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
         .A = A, .a_rs = ta ? 1 : lda, .a_cs = ta ? lda : 1,
         .B = B, .b_rs = tb ? 1 : ldb, .b_cs = tb ? ldb : 1,
         .C = C, .ldc = ldc,
     };
-    op_env env = {.model = &resolved->model, .pool = resolved->pool,
-                  .buffers = resolved->buffers, .threads = resolved->threads};
-    s = op_sgemm(&env, &call, batch, stride_a, stride_b, stride_c);
-    if (s == TESSEL_ERR_NO_MEMORY)
-        return api_fail(s, "cannot allocate packing buffers for %lld x %lld x %lld",
-                        (long long)M, (long long)N, (long long)K);
-    return s;
+    return run_gemm(ctx, &call, batch, stride_a, stride_b, stride_c);
 }
 
 tessel_status tessel_sgemm(tessel_ctx *ctx, char transa, char transb, int64_t M, int64_t N,
@@ -158,4 +169,86 @@ tessel_status tessel_sgemm_strided_batched(tessel_ctx *ctx, char transa, char tr
 {
     return gemm_checked(ctx, transa, transb, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
                         beta, C, ldc, stride_c, batch);
+}
+
+tessel_status tessel_sgemm_pack_b(tessel_ctx *ctx, char transb, int64_t K, int64_t N,
+                                  const float *B, int64_t ldb, tessel_packed_b **packed)
+{
+    api_clear_error();
+    tessel_status s;
+    if (!packed)
+        return api_fail(TESSEL_ERR_NULL, "tessel_sgemm_pack_b: packed pointer is NULL");
+    *packed = NULL;
+    if ((s = check_trans("transb", transb)))
+        return s;
+    if (K < 0 || N < 0)
+        return api_fail(TESSEL_ERR_BAD_SIZE, "negative size: K %lld, N %lld", (long long)K,
+                        (long long)N);
+    if (K > INT32_MAX || N > INT32_MAX)
+        return api_fail(TESSEL_ERR_BAD_SIZE, "K and N must each be below 2^31");
+    bool tb = is_trans(transb);
+    matrix_arg b = {"B", B, tb ? N : K, tb ? K : N, ldb, 0, 0};
+    if ((s = check_matrix(&b, 1)))
+        return s;
+    tessel_ctx *resolved = api_resolve_ctx(ctx, &s);
+    if (!resolved)
+        return s;
+    *packed = op_pack_b(&resolved->model, B, tb ? 1 : ldb, tb ? ldb : 1, K, N);
+    if (!*packed)
+        return api_fail(TESSEL_ERR_NO_MEMORY, "cannot allocate %lld x %lld packed floats",
+                        (long long)K, (long long)N);
+    return TESSEL_OK;
+}
+
+void tessel_packed_destroy(tessel_packed_b *packed)
+{
+    op_packed_free(packed);
+}
+
+tessel_status tessel_sgemm_packed_epilogue(tessel_ctx *ctx, char transa, int64_t M,
+                                           const float *A, int64_t lda,
+                                           const tessel_packed_b *packed, float alpha,
+                                           float beta, float *C, int64_t ldc,
+                                           const tessel_epilogue *epilogue)
+{
+    api_clear_error();
+    tessel_status s;
+    if (!packed)
+        return api_fail(TESSEL_ERR_NULL, "packed B is NULL");
+    if ((s = check_trans("transa", transa)))
+        return s;
+    if (M < 0 || M > INT32_MAX)
+        return api_fail(TESSEL_ERR_BAD_SIZE, "M %lld is not in 0..2^31-1", (long long)M);
+    int64_t K = packed->K, N = packed->N;
+    bool ta = is_trans(transa);
+    matrix_arg a = {"A", A, ta ? K : M, ta ? M : K, lda, 0, 0};
+    matrix_arg c = {"C", C, M, N, ldc, 0, 0};
+    if ((s = check_matrix(&a, 1)) || (s = check_matrix(&c, 1)))
+        return s;
+    if (K > 0 && alpha != 0.0f && overlaps(&c, &a))
+        return api_fail(TESSEL_ERR_ALIAS, "C overlaps A");
+    if (epilogue) {
+        if (epilogue->activation < TESSEL_ACT_NONE || epilogue->activation > TESSEL_ACT_GELU_ERF)
+            return api_fail(TESSEL_ERR_BAD_ARG, "unknown activation %d",
+                            (int)epilogue->activation);
+        matrix_arg bias = {"bias", epilogue->bias, 1, N, N > 1 ? N : 1, 0, 0};
+        if (epilogue->bias && (s = check_matrix(&bias, 1)) == TESSEL_OK && overlaps(&c, &bias))
+            return api_fail(TESSEL_ERR_ALIAS, "C overlaps the bias");
+        if (s)
+            return s;
+    }
+    gemm_call call = {
+        .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
+        .A = A, .a_rs = ta ? 1 : lda, .a_cs = ta ? lda : 1,
+        .packed = packed, .C = C, .ldc = ldc, .epilogue = epilogue,
+    };
+    return run_gemm(ctx, &call, 1, 0, 0, 0);
+}
+
+tessel_status tessel_sgemm_packed(tessel_ctx *ctx, char transa, int64_t M, const float *A,
+                                  int64_t lda, const tessel_packed_b *packed, float alpha,
+                                  float beta, float *C, int64_t ldc)
+{
+    return tessel_sgemm_packed_epilogue(ctx, transa, M, A, lda, packed, alpha, beta, C, ldc,
+                                        NULL);
 }

@@ -21,15 +21,24 @@ void ukernel_pack_a(int mr, int64_t k, const float *src, int64_t rs, int64_t cs,
 
 void ukernel_pack_b(int nr, int n, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst)
 {
-    for (int64_t p = 0; p < k; p++) {
-        float *row = dst + p * nr;
-        if (cs == 1) {
-            memcpy(row, src + p * rs, (size_t)n * sizeof(float));
-        } else {
-            for (int j = 0; j < n; j++)
-                row[j] = src[p * rs + j * cs];
+    if (cs == 1) { /* rows of op(B) are contiguous: copy them, zero the rest */
+        for (int64_t p = 0; p < k; p++) {
+            memcpy(dst + p * nr, src + p * rs, (size_t)n * sizeof(float));
+            for (int j = n; j < nr; j++)
+                dst[p * nr + j] = 0.0f;
         }
-        for (int j = n; j < nr; j++)
-            row[j] = 0.0f;
+        return;
+    }
+    /* Columns of op(B) are contiguous (B transposed): read each column in
+     * order and scatter it down the panel. */
+    for (int j = 0; j < nr; j++) {
+        const float *col = src + j * cs;
+        if (j < n) {
+            for (int64_t p = 0; p < k; p++)
+                dst[p * nr + j] = col[p * rs];
+        } else {
+            for (int64_t p = 0; p < k; p++)
+                dst[p * nr + j] = 0.0f;
+        }
     }
 }

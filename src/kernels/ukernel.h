@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "hw/hw.h"
+#include "tessel.h"
 
 enum { UK_MAX_MR = 16, UK_MAX_NV = 4 };
 
@@ -63,5 +64,9 @@ int ukernel_vec_floats(hw_isa isa);
  *   becomes dst[p * nr + j], with zeros for n <= j < nr. */
 void ukernel_pack_a(int mr, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst);
 void ukernel_pack_b(int nr, int n, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst);
+
+/* Adds bias[0..n) to each of m rows of C and applies the activation. */
+void ukernel_epilogue(float *c, int64_t ldc, int m, int n, const float *bias,
+                      tessel_activation activation);
 
 #endif /* TESSEL_UKERNEL_H */

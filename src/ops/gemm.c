@@ -12,6 +12,7 @@
  * other. Small batched matrices instead run whole matrices per thread.
  */
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/ops.h"
@@ -41,6 +42,13 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* Packed B panels are nr wide but the masked last one, which is only as
+ * wide as the vectors its columns need. */
+static int panel_width(const gemm_plan *p, int cols)
+{
+    return (cols + p->vec - 1) / p->vec * p->vec;
+}
+
 /* C = beta * C for the cases with no product (K == 0, alpha == 0). */
 static void scale_c(const gemm_call *c)
 {
@@ -51,45 +59,68 @@ static void scale_c(const gemm_call *c)
     }
 }
 
+/* Prepares the B panels of one (jc, pc) block: packs them into b_buf, or
+ * finds them in the pre-packed weights, or leaves them in place (rows of
+ * op(B) are contiguous then) except a masked last panel, which is packed
+ * so that the ukernel's full-width loads stay inside B. */
+static void prepare_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t nb,
+                      int64_t pc, int64_t kb, float *b_buf)
+{
+    if (c->packed)
+        return;
+    const float *b_block = c->B + pc * c->b_rs + jc * c->b_cs;
+    int64_t panels = (nb + p->nr - 1) / p->nr;
+    for (int64_t jr = p->pack_b ? 0 : panels - 1; jr < panels; jr++) {
+        int cols = (int)min64(p->nr, nb - jr * p->nr);
+        if (!p->pack_b && cols == p->nr)
+            break;
+        ukernel_pack_b(panel_width(p, cols), cols, kb, b_block + jr * p->nr * c->b_cs, c->b_rs,
+                       c->b_cs, p->pack_b ? b_buf + jr * p->nr * kb : b_buf);
+    }
+}
+
+/* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide. */
+static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t jr,
+                       int cols, int64_t pc, int64_t kb, const float *b_buf, ukernel_args *args)
+{
+    args->b_rs = panel_width(p, cols);
+    if (c->packed) {
+        int64_t panel = jc / p->nr + jr;
+        args->b = c->packed->data + pc * c->packed->n_padded + panel * p->nr * kb;
+    } else if (p->pack_b) {
+        args->b = b_buf + jr * p->nr * kb;
+    } else if (cols < p->nr) {
+        args->b = b_buf;
+    } else {
+        args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
+        args->b_rs = c->b_rs;
+    }
+}
+
 /* The loop nest over one share: row tiles [t0, t1), columns [n0, n1). */
 static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
                       int64_t n0, int64_t n1, float *a_buf, float *b_buf)
 {
     ukernel_desc desc = {.isa = p->isa, .a_packed = p->pack_a};
     ukernel_args args = {.ldc = c->ldc, .alpha = c->alpha};
+    const tessel_epilogue *epi = c->epilogue;
 
     for (int64_t jc = n0; jc < n1; jc += p->nc) {
         int64_t nb = min64(p->nc, n1 - jc);
         int64_t panels = (nb + p->nr - 1) / p->nr;
         for (int64_t pc = 0; pc < c->K; pc += p->kc) {
             int64_t kb = min64(p->kc, c->K - pc);
+            bool last_k = pc + kb == c->K;
             args.k = kb;
             args.beta = pc == 0 ? c->beta : 1.0f;
-
-            /* B panels: packed, or read in place (rows of op(B) are
-             * contiguous then) except a masked last panel, which is packed
-             * so that the ukernel's full-width loads stay inside B. */
-            const float *b_block = c->B + pc * c->b_rs + jc * c->b_cs;
-            if (p->pack_b) {
-                for (int64_t jr = 0; jr < panels; jr++) {
-                    int cols = (int)min64(p->nr, nb - jr * p->nr);
-                    ukernel_pack_b(p->nr, cols, kb, b_block + jr * p->nr * c->b_cs, c->b_rs,
-                                   c->b_cs, b_buf + jr * p->nr * kb);
-                }
-            } else if (nb % p->nr != 0) {
-                int64_t jr = panels - 1;
-                ukernel_pack_b(p->nr, (int)(nb - jr * p->nr), kb, b_block + jr * p->nr * c->b_cs,
-                               c->b_rs, c->b_cs, b_buf);
-            }
+            prepare_b(c, p, jc, nb, pc, kb, b_buf);
 
             int64_t tile = t0;
             while (tile < t1) {
                 /* One mc block: whole tiles until mc rows are covered. */
-                int64_t first_row, rows = 0, tiles = 0;
+                int64_t rows = 0, tiles = 0, r;
                 int mr;
-                plan_tile_rows(p, tile, &first_row, &mr);
                 while (tile + tiles < t1 && (rows < p->mc || tiles == 0)) {
-                    int64_t r;
                     plan_tile_rows(p, tile + tiles, &r, &mr);
                     rows += mr;
                     tiles++;
@@ -97,7 +128,6 @@ static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_
                 if (p->pack_a) {
                     int64_t off = 0;
                     for (int64_t t = 0; t < tiles; t++) {
-                        int64_t r;
                         plan_tile_rows(p, tile + t, &r, &mr);
                         ukernel_pack_a(mr, kb, c->A + r * c->a_rs + pc * c->a_cs, c->a_rs,
                                        c->a_cs, a_buf + off);
@@ -108,22 +138,11 @@ static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_
                     int64_t col = jc + jr * p->nr;
                     args.n = (int)min64(p->nr, nb - jr * p->nr);
                     desc.nv = (args.n + p->vec - 1) / p->vec;
-                    if (p->pack_b) {
-                        args.b = b_buf + jr * p->nr * kb;
-                        args.b_rs = p->nr;
-                    } else if (args.n < p->nr) {
-                        args.b = b_buf;
-                        args.b_rs = p->nr;
-                    } else {
-                        args.b = b_block + jr * p->nr;
-                        args.b_rs = c->b_rs;
-                    }
+                    point_at_b(c, p, jc, jr, args.n, pc, kb, b_buf, &args);
                     int64_t off = 0;
                     for (int64_t t = 0; t < tiles; t++) {
-                        int64_t r;
                         plan_tile_rows(p, tile + t, &r, &mr);
                         desc.mr = mr;
-                        ukernel_fn fn = ukernel_lookup(&desc);
                         if (p->pack_a) {
                             args.a = a_buf + off;
                             args.a_rs = 1;
@@ -135,7 +154,11 @@ static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_
                         }
                         args.c = c->C + r * c->ldc + col;
                         args.m = mr;
-                        fn(&args);
+                        ukernel_lookup(&desc)(&args);
+                        /* The tile is final and still in L1: finish it. */
+                        if (last_k && epi)
+                            ukernel_epilogue(args.c, c->ldc, mr, args.n,
+                                             epi->bias ? epi->bias + col : NULL, epi->activation);
                         off += (int64_t)mr * kb;
                     }
                 }
@@ -200,6 +223,9 @@ tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
         for (int64_t i = 0; i < batch; i++) {
             gemm_call c = batch_entry(&job, i);
             scale_c(&c);
+            if (c.epilogue)
+                ukernel_epilogue(c.C, c.ldc, (int)c.M, (int)c.N, c.epilogue->bias,
+                                 c.epilogue->activation);
         }
         return TESSEL_OK;
     }
@@ -208,7 +234,8 @@ tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
     job.split_batch = env->threads > 1 && batch > 1 && flops < SMALL_MATRIX_FLOPS;
     gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K,
                         .transa = call->a_rs == 1 && call->M > 1,
-                        .transb = call->b_cs != 1};
+                        .transb = call->b_cs != 1,
+                        .prepacked_kc = call->packed ? call->packed->kc : 0};
     gemm_plan plan;
     plan_gemm(env->model, &shape, job.split_batch ? 1 : env->threads, &plan);
     job.plan = &plan;
@@ -219,7 +246,7 @@ tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
     int64_t a_rows = min64(plan.mc, call->M) + UK_MAX_MR;
     job.a_floats = plan.pack_a ? round_up(a_rows * plan.kc, 16) : 0;
     int64_t b_cols = round_up(min64(plan.nc, plan.npanels * plan.nr), plan.nr);
-    job.b_floats = round_up((plan.pack_b ? b_cols : plan.nr) * plan.kc, 16);
+    job.b_floats = call->packed ? 0 : round_up((plan.pack_b ? b_cols : plan.nr) * plan.kc, 16);
     job.scratch_floats = job.a_floats + job.b_floats;
     job.scratch = rt_buffer_acquire(env->buffers,
                                     (size_t)(job.scratch_floats * ntasks) * sizeof(float));
@@ -232,4 +259,42 @@ tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
         gemm_task(&job, 0, 1);
     rt_buffer_release(env->buffers, job.scratch);
     return TESSEL_OK;
+}
+
+struct tessel_packed_b *op_pack_b(const plan_model *model, const float *B, int64_t b_rs,
+                                  int64_t b_cs, int64_t K, int64_t N)
+{
+    struct tessel_packed_b *pb = calloc(1, sizeof *pb);
+    if (!pb)
+        return NULL;
+    pb->isa = model->hw.isa;
+    pb->vec = model->vec;
+    pb->nr = model->nr;
+    pb->K = K;
+    pb->N = N;
+    pb->kc = plan_kc(model, K);
+    int64_t panels = (N + pb->nr - 1) / pb->nr;
+    int64_t tail = N - (panels - 1) * pb->nr;
+    pb->n_padded = panels > 0 ? (panels - 1) * pb->nr + round_up(tail, pb->vec) : 0;
+    size_t bytes = (size_t)(K * pb->n_padded) * sizeof(float);
+    pb->data = aligned_alloc(64, round_up((int64_t)bytes, 64) + 64);
+    if (!pb->data) {
+        free(pb);
+        return NULL;
+    }
+    gemm_plan layout = {.vec = pb->vec, .nr = pb->nr, .pack_b = true};
+    gemm_call call = {.B = B, .b_rs = b_rs, .b_cs = b_cs};
+    for (int64_t pc = 0; pc < K; pc += pb->kc) {
+        int64_t kb = min64(pb->kc, K - pc);
+        prepare_b(&call, &layout, 0, N, pc, kb, pb->data + pc * pb->n_padded);
+    }
+    return pb;
+}
+
+void op_packed_free(struct tessel_packed_b *packed)
+{
+    if (!packed)
+        return;
+    free(packed->data);
+    free(packed);
 }

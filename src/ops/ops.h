@@ -20,8 +20,21 @@ typedef struct op_env {
     int threads;
 } op_env;
 
+/* op(B) packed once into the ukernels' panels: for each k block of kc
+ * rows (the last may be shorter), its nr-wide panels one after another,
+ * each kb x nr, the masked last one only as wide as its vectors. Block pc
+ * starts at data + pc * n_padded. */
+struct tessel_packed_b {
+    hw_isa isa;
+    int vec, nr;
+    int64_t K, N, kc;
+    int64_t n_padded;
+    float *data;
+};
+
 /* One GEMM, with the transposes folded into strides: op(A)(i, p) is
- * A[i * a_rs + p * a_cs], op(B)(p, j) is B[p * b_rs + j * b_cs]. */
+ * A[i * a_rs + p * a_cs], op(B)(p, j) is B[p * b_rs + j * b_cs] unless
+ * `packed` holds op(B). The epilogue, if any, follows the last k block. */
 typedef struct gemm_call {
     int64_t M, N, K;
     float alpha, beta;
@@ -29,9 +42,17 @@ typedef struct gemm_call {
     int64_t a_rs, a_cs;
     const float *B;
     int64_t b_rs, b_cs;
+    const struct tessel_packed_b *packed;
     float *C;
     int64_t ldc;
+    const tessel_epilogue *epilogue;
 } gemm_call;
+
+/* Packs op(B) (element (p, j) at B[p * b_rs + j * b_cs]) for the model's
+ * blocking. NULL if memory ran out. */
+struct tessel_packed_b *op_pack_b(const plan_model *model, const float *B, int64_t b_rs,
+                                  int64_t b_cs, int64_t K, int64_t N);
+void op_packed_free(struct tessel_packed_b *packed);
 
 /* `batch` GEMMs; entry i adds i * stride_{a,b,c} to the pointers. */
 tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,

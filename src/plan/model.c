@@ -120,31 +120,41 @@ static void choose_main_tile(plan_model *m, const hw_cache *l1)
     }
 }
 
-/* Cost per k step of one tile of height h, with its per-call overhead
- * (call, C update) spread over a kc-long k loop. */
-static double tile_step_cost(const plan_model *m, int h)
+/* Cost per k step of one tile of height h, nv vectors wide, with its
+ * per-call overhead (call, C update) spread over a kc-long k loop. */
+static double tile_step_cost(const plan_model *m, int nv, int h)
 {
-    return m->tile_cycles[m->nv][h] + (CALL_CYCLES + 2.0 * h * m->nv) / (double)m->kc;
+    return m->tile_cycles[nv][h] + (CALL_CYCLES + 2.0 * h * nv) / (double)m->kc;
 }
 
-/* The DP over remainders: the cheapest cover of every length up to
- * PLAN_DP_LEN by heights of the main nv. */
+/* For each width: the DP over remainders (the cheapest cover of every
+ * length up to PLAN_DP_LEN), and the bulk height, the one cheapest per
+ * row. The main width's bulk height is the main tile's. */
 static void build_row_dp(plan_model *m)
 {
-    m->dp_cost[0] = 0.0;
-    m->dp_first[0] = 0;
-    for (int len = 1; len <= PLAN_DP_LEN; len++) {
-        m->dp_cost[len] = INFINITY;
-        for (int h = 1; h <= UK_MAX_MR && h <= len; h++) {
-            if (m->tile_cycles[m->nv][h] == 0.0)
-                continue;
-            double cost = m->dp_cost[len - h] + tile_step_cost(m, h);
-            if (cost < m->dp_cost[len] - 1e-12) {
-                m->dp_cost[len] = cost;
-                m->dp_first[len] = h;
+    for (int nv = 1; nv <= UK_MAX_NV; nv++) {
+        double best_per_row = INFINITY;
+        for (int h = 1; h <= UK_MAX_MR; h++)
+            if (m->tile_cycles[nv][h] > 0.0 && tile_step_cost(m, nv, h) / h <= best_per_row) {
+                best_per_row = tile_step_cost(m, nv, h) / h;
+                m->bulk_mr[nv] = h;
+            }
+        m->dp_cost[nv][0] = 0.0;
+        m->dp_first[nv][0] = 0;
+        for (int len = 1; len <= PLAN_DP_LEN; len++) {
+            m->dp_cost[nv][len] = INFINITY;
+            for (int h = 1; h <= UK_MAX_MR && h <= len; h++) {
+                if (m->tile_cycles[nv][h] == 0.0 || (nv == m->nv && h > m->mr))
+                    continue;
+                double cost = m->dp_cost[nv][len - h] + tile_step_cost(m, nv, h);
+                if (cost < m->dp_cost[nv][len] - 1e-12) {
+                    m->dp_cost[nv][len] = cost;
+                    m->dp_first[nv][len] = h;
+                }
             }
         }
     }
+    m->bulk_mr[m->nv] = m->mr;
 }
 
 int plan_model_init(plan_model *m, const hw_profile *hw)

@@ -61,10 +61,12 @@ typedef struct plan_model {
     double pack_bytes_per_second;
     /* Cycles per k step of an (mr, nv) tile; 0 where no ukernel is built. */
     double tile_cycles[UK_MAX_NV + 1][UK_MAX_MR + 1];
-    /* The cheapest cover of L rows by heights of the main nv: the height of
-     * its first tile, and its cost per k step (DP over remainders). */
-    int dp_first[PLAN_DP_LEN + 1];
-    double dp_cost[PLAN_DP_LEN + 1];
+    /* For tiles nv vectors wide: the height bulk rows are cut into, and
+     * the cheapest cover of L rows (DP over remainders): the height of its
+     * first tile and its cost per k step. */
+    int bulk_mr[UK_MAX_NV + 1];
+    int dp_first[UK_MAX_NV + 1][PLAN_DP_LEN + 1];
+    double dp_cost[UK_MAX_NV + 1][PLAN_DP_LEN + 1];
 } plan_model;
 
 /* Derives the model from a profile. Returns 0, or -1 if no ukernel of the
@@ -81,7 +83,12 @@ typedef struct plan_run {
 typedef struct gemm_shape {
     int64_t M, N, K;
     bool transa, transb;
+    int64_t prepacked_kc;     /* B already packed with this kc; 0 if not */
 } gemm_shape;
+
+/* The kc the model blocks K with: its kc, evened out over the k blocks
+ * (K = 800 with kc 700 runs as 2 x 400, not 700 + 100). */
+int64_t plan_kc(const plan_model *m, int64_t K);
 
 typedef struct gemm_plan {
     hw_isa isa;

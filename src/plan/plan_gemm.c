@@ -25,16 +25,19 @@ static void add_run(gemm_plan *p, int mr, int64_t count)
     p->ntiles += count;
 }
 
-static void tessellate_rows(const plan_model *m, int64_t M, gemm_plan *p)
+/* Rows of tiles nv vectors wide: bulk tiles of the model's height, then
+ * the DP's cheapest cover of the last rows. */
+static void tessellate_rows(const plan_model *m, int nv, int64_t M, gemm_plan *p)
 {
     int64_t rest = M;
+    int bulk_mr = m->bulk_mr[nv];
     if (M > PLAN_DP_LEN) {
-        int64_t bulk = (M - PLAN_DP_LEN + m->mr - 1) / m->mr;
-        add_run(p, m->mr, bulk);
-        rest = M - bulk * m->mr;
+        int64_t bulk = (M - PLAN_DP_LEN + bulk_mr - 1) / bulk_mr;
+        add_run(p, bulk_mr, bulk);
+        rest = M - bulk * bulk_mr;
     }
     while (rest > 0) {
-        int h = m->dp_first[rest];
+        int h = m->dp_first[nv][rest];
         add_run(p, h, 1);
         rest -= h;
     }
@@ -139,6 +142,14 @@ static double split_cols(const plan_model *m, const gemm_plan *p, int threads, i
     return balance(units, threads, prefix, bounds);
 }
 
+int64_t plan_kc(const plan_model *m, int64_t K)
+{
+    if (K <= 0)
+        return 1;
+    int64_t kblocks = (K + m->kc - 1) / m->kc;
+    return (K + kblocks - 1) / kblocks;
+}
+
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
 {
     memset(p, 0, sizeof *p);
@@ -151,10 +162,11 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     if (threads > PLAN_MAX_THREADS)
         threads = PLAN_MAX_THREADS;
 
-    tessellate_rows(m, s->M, p);
     p->npanels = (s->N + p->nr - 1) / p->nr;
     int64_t tail_cols = s->N - (p->npanels - 1) * p->nr;
     int tail_nv = (int)((tail_cols + p->vec - 1) / p->vec);
+    /* A single narrow panel is tessellated for its own width. */
+    tessellate_rows(m, p->npanels == 1 ? tail_nv : m->nv, s->M, p);
     if (p->ntiles == 0 || p->npanels == 0 || s->K == 0) {
         p->threads = 1;
         p->split = 'M';
@@ -164,12 +176,13 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
 
     bool small_m = s->M <= SMALL_M_TILES * m->mr;
     p->pack_a = !small_m;
-    p->pack_b = !(small_m && !s->transb); /* op(B) rows must be contiguous to skip packing */
-
-    /* Even k blocks: K = 800 with kc 700 runs as 2 x 400, not 700 + 100. */
-    int64_t kc = p->pack_b ? m->kc : s->K;
-    int64_t kblocks = (s->K + kc - 1) / kc;
-    p->kc = (s->K + kblocks - 1) / kblocks;
+    /* op(B) rows must be contiguous to skip packing; packed weights are
+     * already in panels. */
+    p->pack_b = s->prepacked_kc > 0 || !(small_m && !s->transb);
+    if (s->prepacked_kc > 0)
+        p->kc = s->prepacked_kc;
+    else
+        p->kc = p->pack_b ? plan_kc(m, s->K) : s->K;
     p->mc = m->mc;
     p->nc = m->nc;
 
@@ -179,7 +192,7 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     int t_n = threads < p->npanels ? threads : (int)p->npanels;
     int64_t bounds_m[PLAN_MAX_THREADS + 1], bounds_n[PLAN_MAX_THREADS + 1];
     double bytes_a = p->pack_a ? (double)s->M * s->K * 8 : 0.0; /* read + write */
-    double bytes_b = p->pack_b ? (double)s->K * s->N * 8 : 0.0;
+    double bytes_b = p->pack_b && !s->prepacked_kc ? (double)s->K * s->N * 8 : 0.0;
     double per_pack_byte = m->cycles_per_second / m->pack_bytes_per_second;
     double cost_m = split_rows(m, p, t_m, tail_nv, bounds_m) * (double)s->K +
                     (bytes_b + bytes_a / t_m) * per_pack_byte;
