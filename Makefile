@@ -76,6 +76,11 @@ $(BUILD)/tessel.pc: Makefile
 test: $(BUILD)/tessel_tests $(BUILD)/tessel
 	$(BUILD)/tessel_tests
 
+# The test suite cross-compiled for aarch64 (NEON) into build-arm/ and run
+# under qemu-user; the script installs the cross compiler and qemu if needed.
+test-arm:
+	MAKE='$(MAKE)' sh tools/test-arm.sh
+
 demo: all
 	sh tools/demo.sh $(BUILD)/tessel
 

@@ -21,14 +21,16 @@ enum { UK_MAX_MR = 16, UK_MAX_NV = 4 };
 /* Everything a ukernel call needs. Element (i, p) of the A micro-panel is
  * a[i * a_rs + p * a_cs] (packed panels: a_rs 1, a_cs mr); row p of the B
  * micro-panel is the nr floats at b + p * b_rs, readable in full even past
- * n (packed panels are zero-filled there). The tile's top-left element of C
- * is c. Only m x n of the tile is written; beta == 0 never reads C. */
+ * n (packed panels are zero-filled there). B read in place has rows far
+ * apart, which hardware prefetchers do not follow: b_prefetch asks for the
+ * row that many steps ahead. The tile's top-left element of C is c. Only m x n of the tile is written; beta == 0 never reads C. */
 typedef struct ukernel_args {
     int64_t k;
     const float *a;
     int64_t a_rs, a_cs;
     const float *b;
     int64_t b_rs;
+    int b_prefetch;  /* rows of B to prefetch ahead (B read in place), or 0 */
     float *c;
     int64_t ldc;
     float alpha, beta;

@@ -5,6 +5,17 @@
  * the library does.
  */
 #define UK_VEC_FLOATS 4
+
+/* gcc's first scheduling pass, on by default for aarch64 (x86 does not run
+ * it), hoists the mr scalar loads of A above the FMAs that use them: each
+ * takes a register, and the widest members (6x4, 8x3, 9x3, 11x2 to 14x2,
+ * 16x1) then spill accumulators to the stack inside the k loop, 2 to 8
+ * vector loads and stores per step. Without that pass every A value reuses
+ * one register, as the register budget of ukernel_sizes.h assumes. */
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-schedule-insns")
+#endif
+
 #include "kernels/ukernel_template.h"
 #include "kernels/ukernel_sizes.h"
 

@@ -68,7 +68,12 @@ ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args 
     const int64_t a_step = a_packed ? mr : args->a_cs;
     const int64_t b_rs = args->b_rs;
 
+    const int64_t b_ahead = args->b_prefetch * b_rs;
     for (int64_t p = 0; p < args->k; p++) {
+        if (b_ahead)
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                __builtin_prefetch(b + b_ahead + v * UK_VEC_FLOATS);
         uk_vec bv[UK_MAX_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)

@@ -84,6 +84,7 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
                        int cols, int64_t pc, int64_t kb, const float *b_buf, ukernel_args *args)
 {
     args->b_rs = panel_width(p, cols);
+    args->b_prefetch = 0;
     if (c->packed) {
         int64_t panel = jc / p->nr + jr;
         args->b = c->packed->data + pc * c->packed->n_padded + panel * p->nr * kb;
@@ -94,6 +95,7 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     } else {
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;
+        args->b_prefetch = p->b_prefetch;
     }
 }
 
@@ -212,12 +214,23 @@ static void gemm_task(void *opaque, int task, int ntasks)
     }
 }
 
-tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
-                       int64_t stride_a, int64_t stride_b, int64_t stride_c)
+void op_plan_sgemm(const op_env *env, const gemm_call *call, int64_t batch, gemm_plan *plan)
+{
+    double flops = 2.0 * (double)call->M * call->N * call->K;
+    bool small_batched = batch > 1 && flops < SMALL_MATRIX_FLOPS;
+    gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K,
+                        .transa = call->a_rs == 1 && call->M > 1,
+                        .transb = call->b_cs != 1,
+                        .prepacked_kc = call->packed ? call->packed->kc : 0};
+    plan_gemm(env->model, &shape, small_batched ? 1 : env->threads, plan);
+}
+
+tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm_plan *plan,
+                            int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c)
 {
     if (call->M == 0 || call->N == 0 || batch == 0)
         return TESSEL_OK;
-    gemm_job job = {.call = call, .batch = batch, .stride_a = stride_a,
+    gemm_job job = {.call = call, .plan = plan, .batch = batch, .stride_a = stride_a,
                     .stride_b = stride_b, .stride_c = stride_c};
     if (call->K == 0 || call->alpha == 0.0f) {
         for (int64_t i = 0; i < batch; i++) {
@@ -230,23 +243,16 @@ tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
         return TESSEL_OK;
     }
 
-    double flops = 2.0 * (double)call->M * call->N * call->K;
-    job.split_batch = env->threads > 1 && batch > 1 && flops < SMALL_MATRIX_FLOPS;
-    gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K,
-                        .transa = call->a_rs == 1 && call->M > 1,
-                        .transb = call->b_cs != 1,
-                        .prepacked_kc = call->packed ? call->packed->kc : 0};
-    gemm_plan plan;
-    plan_gemm(env->model, &shape, job.split_batch ? 1 : env->threads, &plan);
-    job.plan = &plan;
-    int ntasks = job.split_batch ? (int)min64(env->threads, batch) : plan.threads;
+    /* A one-thread plan for a batch: whole matrices per thread instead. */
+    job.split_batch = env->threads > 1 && batch > 1 && plan->threads == 1;
+    int ntasks = job.split_batch ? (int)min64(env->threads, batch) : plan->threads;
 
     /* Scratch for every task, acquired before anything is written. A block
      * may overshoot mc by less than one tile. */
-    int64_t a_rows = min64(plan.mc, call->M) + UK_MAX_MR;
-    job.a_floats = plan.pack_a ? round_up(a_rows * plan.kc, 16) : 0;
-    int64_t b_cols = round_up(min64(plan.nc, plan.npanels * plan.nr), plan.nr);
-    job.b_floats = call->packed ? 0 : round_up((plan.pack_b ? b_cols : plan.nr) * plan.kc, 16);
+    int64_t a_rows = min64(plan->mc, call->M) + UK_MAX_MR;
+    job.a_floats = plan->pack_a ? round_up(a_rows * plan->kc, 16) : 0;
+    int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
+    job.b_floats = call->packed ? 0 : round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16);
     job.scratch_floats = job.a_floats + job.b_floats;
     job.scratch = rt_buffer_acquire(env->buffers,
                                     (size_t)(job.scratch_floats * ntasks) * sizeof(float));
@@ -259,6 +265,14 @@ tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
         gemm_task(&job, 0, 1);
     rt_buffer_release(env->buffers, job.scratch);
     return TESSEL_OK;
+}
+
+tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
+                       int64_t stride_a, int64_t stride_b, int64_t stride_c)
+{
+    gemm_plan plan;
+    op_plan_sgemm(env, call, batch, &plan);
+    return op_sgemm_plan(env, call, &plan, batch, stride_a, stride_b, stride_c);
 }
 
 struct tessel_packed_b *op_pack_b(const plan_model *model, const float *B, int64_t b_rs,

@@ -58,4 +58,11 @@ void op_packed_free(struct tessel_packed_b *packed);
 tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
                        int64_t stride_a, int64_t stride_b, int64_t stride_c);
 
+/* The two halves of op_sgemm, for callers that show or vary the plan: the
+ * plan it would run (batches of small matrices get a one-thread plan and
+ * are split over the batch), and running a given plan. */
+void op_plan_sgemm(const op_env *env, const gemm_call *call, int64_t batch, gemm_plan *plan);
+tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm_plan *plan,
+                            int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c);
+
 #endif /* TESSEL_OPS_H */

@@ -96,6 +96,7 @@ typedef struct gemm_plan {
     int nv, nr;               /* main column panel: nv vectors, nr floats */
     int64_t kc, mc, nc;
     bool pack_a, pack_b;
+    int b_prefetch;           /* rows ahead to prefetch B read in place */
     /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
     plan_run runs[PLAN_MAX_RUNS];
     int nruns;

@@ -12,6 +12,9 @@
 /* At most this many row tiles' worth of rows is "small M": A and B are
  * used so few times that packing them costs more than it saves. */
 static const int SMALL_M_TILES = 2;
+/* B read in place is prefetched this many rows ahead: a k step of a small
+ * tile takes a few cycles, a miss to L3 a hundred or more. */
+static const int B_PREFETCH_ROWS = 16;
 
 static void add_run(gemm_plan *p, int mr, int64_t count)
 {
@@ -179,10 +182,8 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     /* op(B) rows must be contiguous to skip packing; packed weights are
      * already in panels. */
     p->pack_b = s->prepacked_kc > 0 || !(small_m && !s->transb);
-    if (s->prepacked_kc > 0)
-        p->kc = s->prepacked_kc;
-    else
-        p->kc = p->pack_b ? plan_kc(m, s->K) : s->K;
+    p->kc = s->prepacked_kc > 0 ? s->prepacked_kc : plan_kc(m, s->K);
+    p->b_prefetch = p->pack_b ? 0 : B_PREFETCH_ROWS;
     p->mc = m->mc;
     p->nc = m->nc;
 
