@@ -1,0 +1,55 @@
+/*
+ * bench.h - the seam between the benchmark driver and the libraries it
+ * times. Each library (tessel and every peer) lives in its own bench/lib_*.c
+ * and fills in a bench_lib: how to set its thread count, and how to turn one
+ * problem on given buffers into a prepared call that can be run many times.
+ * Keeping each library in its own translation unit keeps their headers apart:
+ * OpenBLAS and BLIS both ship a cblas.h and both export cblas_sgemm, so no
+ * file may include both. Every matrix is row-major.
+ */
+#ifndef TESSEL_BENCH_H
+#define TESSEL_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One problem: C[M,N] = op(A)[M,K] x op(B)[K,N], `batch` times, matrices
+ * packed tightly (lda is the stored row length of A, and so on). `batched`
+ * is set for problems from bgemm.txt, which go through each library's
+ * batched path even for batch 1. */
+typedef struct bench_problem {
+    int64_t batch, M, N, K;
+    char transa, transb;
+    int batched;
+    int64_t lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c;
+} bench_problem;
+
+/* Fills in the leading dimensions and batch strides from the sizes and the
+ * transposes. */
+void bench_problem_layout(bench_problem *p);
+
+/* A problem bound to its buffers, ready to run. What it holds is private to
+ * the library that made it (oneDNN keeps a primitive here). */
+typedef struct bench_call bench_call;
+
+typedef struct bench_lib {
+    const char *name;
+    /* A one-line version string, e.g. "oneDNN 2.6.3 (OpenMP)". */
+    const char *(*version)(void);
+    /* Sets the threads later calls use; returns 0 on success. */
+    int (*set_threads)(int threads);
+    /* Binds a problem to buffers; NULL on failure, with a reason in err. */
+    bench_call *(*prepare)(const bench_problem *p, const float *A,
+                           const float *B, float *C, char *err, size_t errlen);
+    /* Runs the call to completion; returns 0 on success, else writes err. */
+    int (*run)(bench_call *call, char *err, size_t errlen);
+    void (*release)(bench_call *call);
+} bench_lib;
+
+extern const bench_lib bench_lib_tessel;
+extern const bench_lib bench_lib_openblas;
+extern const bench_lib bench_lib_blis;
+extern const bench_lib bench_lib_onednn;
+
+#endif /* TESSEL_BENCH_H */

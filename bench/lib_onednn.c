@@ -1,0 +1,201 @@
+/*
+ * lib_onednn.c - oneDNN, two ways. Plain problems go through dnnl_sgemm
+ * (row-major, 'N'/'T', like tessel_sgemm). Batched problems go through the
+ * matmul primitive with 3-D memory descriptors (batch, rows, cols) whose
+ * strides describe the strided batch and any transpose; the primitive is
+ * created in prepare, outside the timing loop, and a timed run is one
+ * execution followed by dnnl_stream_wait. Debian's libdnnl uses OpenMP, so
+ * the thread count is omp_set_num_threads; oneDNN may fix a primitive's
+ * threading when it is created, which is why the driver sets threads before
+ * preparing. Written against the oneDNN 2.x C API (Debian bookworm ships
+ * 2.6); 3.x changed how descriptors are created.
+ */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#if DNNL_VERSION_MAJOR != 2
+#error "bench/lib_onednn.c is written for the oneDNN 2.x C API"
+#endif
+
+struct bench_call {
+    bench_problem p;
+    const float *A, *B;
+    float *C;
+    /* Batched problems only. */
+    dnnl_primitive_t prim;
+    dnnl_memory_t mem_a, mem_b, mem_c;
+};
+
+static dnnl_engine_t g_engine;
+static dnnl_stream_t g_stream;
+
+static const char *onednn_runtime_name(unsigned rt)
+{
+    switch (rt) {
+    case DNNL_RUNTIME_SEQ: return "sequential";
+    case DNNL_RUNTIME_OMP: return "OpenMP";
+    case DNNL_RUNTIME_TBB: return "TBB";
+    case DNNL_RUNTIME_THREADPOOL: return "threadpool";
+    default: return "unknown runtime";
+    }
+}
+
+static const char *onednn_version(void)
+{
+    static char buf[96];
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(buf, sizeof buf, "oneDNN %d.%d.%d (%s, cpu runtime %s)", v->major, v->minor,
+             v->patch, v->hash ? v->hash : "?", onednn_runtime_name(v->cpu_runtime));
+    return buf;
+}
+
+static int onednn_set_threads(int threads)
+{
+    if (dnnl_version()->cpu_runtime != DNNL_RUNTIME_OMP) {
+        fprintf(stderr, "oneDNN: cpu runtime is %s, not OpenMP: cannot set threads\n",
+                onednn_runtime_name(dnnl_version()->cpu_runtime));
+        return -1;
+    }
+    omp_set_num_threads(threads);
+    return omp_get_max_threads() == threads ? 0 : -1;
+}
+
+static int onednn_init_engine(char *err, size_t errlen)
+{
+    dnnl_status_t st;
+    if (g_engine)
+        return 0;
+    st = dnnl_engine_create(&g_engine, dnnl_cpu, 0);
+    if (st == dnnl_success)
+        st = dnnl_stream_create(&g_stream, g_engine, dnnl_stream_default_flags);
+    if (st != dnnl_success) {
+        snprintf(err, errlen, "engine/stream: %s", dnnl_status2str(st));
+        return -1;
+    }
+    return 0;
+}
+
+/* A 3-D descriptor of `batch` row-major matrices of rows x cols, stored
+ * with leading dimension ld and batch stride bs; `trans` means the
+ * matrix is stored transposed (cols x rows). */
+static dnnl_status_t onednn_md(dnnl_memory_desc_t *md, int64_t batch, int64_t rows,
+                               int64_t cols, int trans, int64_t ld, int64_t bs)
+{
+    dnnl_dims_t dims = {batch, rows, cols};
+    dnnl_dims_t strides = {bs, trans ? 1 : ld, trans ? ld : 1};
+    return dnnl_memory_desc_init_by_strides(md, 3, dims, dnnl_f32, strides);
+}
+
+static void onednn_release(bench_call *c)
+{
+    if (!c)
+        return;
+    if (c->prim)
+        dnnl_primitive_destroy(c->prim);
+    if (c->mem_a)
+        dnnl_memory_destroy(c->mem_a);
+    if (c->mem_b)
+        dnnl_memory_destroy(c->mem_b);
+    if (c->mem_c)
+        dnnl_memory_destroy(c->mem_c);
+    free(c);
+}
+
+static bench_call *onednn_prepare(const bench_problem *p, const float *A,
+                                  const float *B, float *C, char *err, size_t errlen)
+{
+    bench_call *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->p = *p;
+    c->A = A;
+    c->B = B;
+    c->C = C;
+    if (!p->batched)
+        return c;
+
+    if (onednn_init_engine(err, errlen) != 0) {
+        onednn_release(c);
+        return NULL;
+    }
+    dnnl_memory_desc_t md_a, md_b, md_c;
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t pd = NULL;
+    const char *what = "memory descriptors";
+    dnnl_status_t st = onednn_md(&md_a, p->batch, p->M, p->K, p->transa == 'T', p->lda,
+                                 p->stride_a);
+    if (st == dnnl_success)
+        st = onednn_md(&md_b, p->batch, p->K, p->N, p->transb == 'T', p->ldb, p->stride_b);
+    if (st == dnnl_success)
+        st = onednn_md(&md_c, p->batch, p->M, p->N, 0, p->ldc, p->stride_c);
+    if (st == dnnl_success) {
+        what = "matmul descriptor";
+        st = dnnl_matmul_desc_init(&desc, &md_a, &md_b, NULL, &md_c);
+    }
+    if (st == dnnl_success) {
+        what = "primitive descriptor";
+        st = dnnl_primitive_desc_create(&pd, &desc, NULL, g_engine, NULL);
+    }
+    if (st == dnnl_success) {
+        what = "primitive";
+        st = dnnl_primitive_create(&c->prim, pd);
+    }
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    /* The memory objects wrap the caller's buffers; nothing is copied. */
+    if (st == dnnl_success) {
+        what = "memory objects";
+        st = dnnl_memory_create(&c->mem_a, &md_a, g_engine, (void *)(uintptr_t)A);
+    }
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&c->mem_b, &md_b, g_engine, (void *)(uintptr_t)B);
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&c->mem_c, &md_c, g_engine, C);
+    if (st != dnnl_success) {
+        snprintf(err, errlen, "matmul %s: %s", what, dnnl_status2str(st));
+        onednn_release(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int onednn_run(bench_call *c, char *err, size_t errlen)
+{
+    const bench_problem *p = &c->p;
+    dnnl_status_t st;
+    if (!p->batched) {
+        st = dnnl_sgemm(p->transa, p->transb, p->M, p->N, p->K, 1.0f, c->A, p->lda,
+                        c->B, p->ldb, 0.0f, c->C, p->ldc);
+    } else {
+        dnnl_exec_arg_t args[3] = {
+            {DNNL_ARG_SRC, c->mem_a},
+            {DNNL_ARG_WEIGHTS, c->mem_b},
+            {DNNL_ARG_DST, c->mem_c},
+        };
+        st = dnnl_primitive_execute(c->prim, g_stream, 3, args);
+        if (st == dnnl_success)
+            st = dnnl_stream_wait(g_stream);
+    }
+    if (st != dnnl_success) {
+        snprintf(err, errlen, "%s", dnnl_status2str(st));
+        return -1;
+    }
+    return 0;
+}
+
+const bench_lib bench_lib_onednn = {
+    .name = "onednn",
+    .version = onednn_version,
+    .set_threads = onednn_set_threads,
+    .prepare = onednn_prepare,
+    .run = onednn_run,
+    .release = onednn_release,
+};
