@@ -11,28 +11,27 @@
 #include "test.h"
 
 /* Hand computation, zen4 preset (AVX-512: 16 floats, 32 registers; L1 32 KiB
- * 8-way 64 B lines = 64 sets; L2 1 MiB 8-way = 2048 sets; L3 32 MiB 16-way
- * shared by 16; FMA latency 4, 1 FMA per cycle):
+ * 8-way 64 B lines = 64 sets; L2 1 MiB 8-way = 2048 sets, 131072 B a way;
+ * L3 32 MiB 16-way shared by 16; FMA latency 4, 1 FMA per cycle):
  *  - rule 1: mr * nv >= 4;
- *  - rule 3 feasible: floor(7 / (1 + 16 nv / mr)) >= 1, i.e. mr >= 16 nv / 6;
  *  - rule 2, FMAs per load mr nv / (mr + nv) within mr nv + nv + 1 <= 32:
  *    nv 1: mr 16 -> 0.94; nv 2: mr 14 -> 1.75; nv 3: mr 9 -> 2.25;
- *    nv 4: needs mr >= 11 but registers allow 6. Winner 9 x 48.
- *  - C_A = floor(7 / (1 + 48 / 9)) = 1; kc = 1 * 64 * 64 / (9 * 4) = 113;
- *  - mc: B micro-panel 113 * 48 * 4 = 21696 B < one L2 way (131072 B), so
- *    A gets 8 - 1 - 1 = 6 ways: 6 * 131072 / (113 * 4) = 1739 -> 1737 (9 | mc);
- *  - nc: L3 share 2 MiB less one way of 16 = 1966080 B / (113 * 4) = 4349
- *    -> 4320 (48 | nc). */
+ *    nv 4: mr 6 -> 2.4. Winner 6 x 64 (rule 3 leaves B floor(7/1.09) = 6 ways).
+ *  - rule 3: C_B = 6; kc = 6 * 64 * 64 / (64 * 4) = 96;
+ *  - rule 4: the A micro-panel 6 * 96 * 4 = 2304 B takes one L2 way, B gets
+ *    8 - 1 - 1 = 6: nc = 6 * 131072 / (96 * 4) = 2048 (64 | 2048);
+ *  - mc: L3 share 2 MiB less one way of 16 = 1966080 B / (96 * 4) = 5120
+ *    -> 5118 (6 | mc). */
 static void zen4_by_hand(void)
 {
     hw_profile hw;
     CHECK(hw_profile_preset(&hw, "zen4") == 0, "zen4 preset exists");
     const hw_cache *l1 = hw_data_cache(&hw, 1);
-    CHECK(model_l1_ways_for_a(8, 9, 48) == 1, "C_A for 9x48 on 8 ways");
-    CHECK(model_l1_ways_for_a(8, 14, 32) == 2, "C_A for 14x32 on 8 ways");
-    CHECK(model_l1_ways_for_a(8, 6, 64) == 0, "C_A for 6x64 on 8 ways");
-    CHECK(model_kc(l1, 9, 48) == 113, "kc 9x48 = %lld", (long long)model_kc(l1, 9, 48));
-    CHECK(model_kc(l1, 14, 32) == 146, "kc 14x32 = %lld", (long long)model_kc(l1, 14, 32));
+    CHECK(model_l1_ways_for_b(8, 6, 64) == 6, "C_B for 6x64 on 8 ways");
+    CHECK(model_l1_ways_for_b(8, 14, 32) == 4, "C_B for 14x32 on 8 ways");
+    CHECK(model_l1_ways_for_b(12, 9, 48) == 9, "C_B for 9x48 on 12 ways");
+    CHECK(model_kc(l1, 6, 64) == 96, "kc 6x64 = %lld", (long long)model_kc(l1, 6, 64));
+    CHECK(model_kc(l1, 14, 32) == 128, "kc 14x32 = %lld", (long long)model_kc(l1, 14, 32));
     CHECK(model_registers(14, 2) == 31 && model_registers(9, 3) == 31, "register counts");
     CHECK(model_hides_latency(1, 4, 4, 1) && !model_hides_latency(1, 3, 4, 1), "latency rule");
     CHECK(model_tile_cycles(9, 3, 4, 1, 2) == 27.0, "9x3 tile: FMA-bound 27 cycles");
@@ -41,24 +40,24 @@ static void zen4_by_hand(void)
 #if defined(__x86_64__)
     plan_model m;
     CHECK(plan_model_init(&m, &hw) == 0, "zen4 model builds");
-    CHECK(m.mr == 9 && m.nv == 3 && m.nr == 48, "zen4 tile %dx%d", m.mr, m.nr);
-    CHECK(m.kc == 113, "zen4 kc %lld", (long long)m.kc);
-    CHECK(m.mc == 1737, "zen4 mc %lld", (long long)m.mc);
-    CHECK(m.nc == 4320, "zen4 nc %lld", (long long)m.nc);
+    CHECK(m.mr == 6 && m.nv == 4 && m.nr == 64, "zen4 tile %dx%d", m.mr, m.nr);
+    CHECK(m.kc == 96, "zen4 kc %lld", (long long)m.kc);
+    CHECK(m.nc == 2048, "zen4 nc %lld", (long long)m.nc);
+    CHECK(m.mc == 5118, "zen4 mc %lld", (long long)m.mc);
 #endif
 }
 
 /* Hand computation, avx2-16 preset (8 floats, 16 registers; L1 32 KiB
- * 8-way = 64 sets; L2 256 KiB 4-way = 1024 sets; L3 8 MiB 16-way shared by
- * 8; FMA latency 5, 2 FMAs per cycle):
+ * 8-way = 64 sets; L2 256 KiB 4-way, 65536 B a way; L3 8 MiB 16-way
+ * shared by 8; FMA latency 5, 2 FMAs per cycle):
  *  - rule 1: mr * nv >= 10;
  *  - nv 1: mr 14 (16 registers) -> 14/15 = 0.93; nv 2: mr 5..6 -> 6: 1.5;
  *    nv 3: mr 4 (4*3+3+1 = 16) -> 12/7 = 1.71; nv 4: mr <= 2 misses rule 1.
  *    Winner 4 x 24.
- *  - C_A = floor(7 / (1 + 24 / 4)) = 1; kc = 64 * 64 / (4 * 4) = 256;
- *  - mc: B micro-panel 256 * 24 * 4 = 24576 B < one way (65536 B); A gets
- *    4 - 1 - 1 = 2 ways: 2 * 65536 / 1024 = 128;
- *  - nc: share 1 MiB less 1/16 = 983040 B / 1024 = 960 (24 | 960). */
+ *  - rule 3: C_B = floor(7 / (1 + 4 / 24)) = 6; kc = 6 * 64 * 64 / (24 * 4) = 256;
+ *  - rule 4: the A micro-panel 4 * 256 * 4 = 4096 B takes one L2 way, B
+ *    gets 4 - 1 - 1 = 2: nc = 2 * 65536 / (256 * 4) = 128 -> 120 (24 | nc);
+ *  - mc: share 1 MiB less 1/16 = 983040 B / 1024 = 960 (4 | 960). */
 static void avx2_by_hand(void)
 {
     hw_profile hw;
@@ -70,8 +69,8 @@ static void avx2_by_hand(void)
     CHECK(plan_model_init(&m, &hw) == 0, "avx2-16 model builds");
     CHECK(m.mr == 4 && m.nv == 3 && m.nr == 24, "avx2-16 tile %dx%d", m.mr, m.nr);
     CHECK(m.kc == 256, "avx2-16 kc %lld", (long long)m.kc);
-    CHECK(m.mc == 128, "avx2-16 mc %lld", (long long)m.mc);
-    CHECK(m.nc == 960, "avx2-16 nc %lld", (long long)m.nc);
+    CHECK(m.nc == 120, "avx2-16 nc %lld", (long long)m.nc);
+    CHECK(m.mc == 960, "avx2-16 mc %lld", (long long)m.mc);
 #endif
 }
 

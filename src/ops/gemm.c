@@ -3,13 +3,16 @@
  * around the ukernels, executing a plan.
  *
  *   for jc in N by nc:            (this thread's columns)
- *     for pc in K by kc:          pack B[pc.., jc..] into nr-wide panels
+ *     for pc in K by kc:          pack B[pc.., jc..]: kc x nc, stays in L2
  *       for ic in M by ~mc:       pack A's row tiles (heights from the plan)
- *         for jr: for ir:         ukernel(tile ir, panel jr)
+ *         for ir: for jr:         ukernel(tile ir, panel jr)
  *
- * Each thread runs the nest on its own share (rows or columns, as the plan
- * split them) with its own packed buffers, so threads never wait for each
- * other. Small batched matrices instead run whole matrices per thread.
+ * The A micro-panel of tile ir stays in L1 while the B micro-panels stream
+ * past it, so each tile writes C along its rows, where hardware prefetchers
+ * and the TLB keep up. Each thread runs the nest on its own share (rows or
+ * columns, as the plan split them) with its own packed buffers, so threads
+ * never wait for each other. Small batched matrices instead run whole
+ * matrices per thread.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -84,7 +87,7 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
                        int cols, int64_t pc, int64_t kb, const float *b_buf, ukernel_args *args)
 {
     args->b_rs = panel_width(p, cols);
-    args->b_prefetch = 0;
+    args->b_prefetch = p->b_prefetch;
     if (c->packed) {
         int64_t panel = jc / p->nr + jr;
         args->b = c->packed->data + pc * c->packed->n_padded + panel * p->nr * kb;
@@ -95,7 +98,6 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     } else {
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;
-        args->b_prefetch = p->b_prefetch;
     }
 }
 
@@ -136,33 +138,35 @@ static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_
                         off += (int64_t)mr * kb;
                     }
                 }
-                for (int64_t jr = 0; jr < panels; jr++) {
-                    int64_t col = jc + jr * p->nr;
-                    args.n = (int)min64(p->nr, nb - jr * p->nr);
-                    desc.nv = (args.n + p->vec - 1) / p->vec;
-                    point_at_b(c, p, jc, jr, args.n, pc, kb, b_buf, &args);
-                    int64_t off = 0;
-                    for (int64_t t = 0; t < tiles; t++) {
-                        plan_tile_rows(p, tile + t, &r, &mr);
-                        desc.mr = mr;
-                        if (p->pack_a) {
-                            args.a = a_buf + off;
-                            args.a_rs = 1;
-                            args.a_cs = mr;
-                        } else {
-                            args.a = c->A + r * c->a_rs + pc * c->a_cs;
-                            args.a_rs = c->a_rs;
-                            args.a_cs = c->a_cs;
-                        }
+                /* The A micro-panel stays in L1 while the B micro-panels
+                 * stream past it from L2, and C is written along its rows. */
+                int64_t off = 0;
+                for (int64_t t = 0; t < tiles; t++) {
+                    plan_tile_rows(p, tile + t, &r, &mr);
+                    desc.mr = mr;
+                    args.m = mr;
+                    if (p->pack_a) {
+                        args.a = a_buf + off;
+                        args.a_rs = 1;
+                        args.a_cs = mr;
+                    } else {
+                        args.a = c->A + r * c->a_rs + pc * c->a_cs;
+                        args.a_rs = c->a_rs;
+                        args.a_cs = c->a_cs;
+                    }
+                    for (int64_t jr = 0; jr < panels; jr++) {
+                        int64_t col = jc + jr * p->nr;
+                        args.n = (int)min64(p->nr, nb - jr * p->nr);
+                        desc.nv = (args.n + p->vec - 1) / p->vec;
+                        point_at_b(c, p, jc, jr, args.n, pc, kb, b_buf, &args);
                         args.c = c->C + r * c->ldc + col;
-                        args.m = mr;
                         ukernel_lookup(&desc)(&args);
                         /* The tile is final and still in L1: finish it. */
                         if (last_k && epi)
                             ukernel_epilogue(args.c, c->ldc, mr, args.n,
                                              epi->bias ? epi->bias + col : NULL, epi->activation);
-                        off += (int64_t)mr * kb;
                     }
+                    off += (int64_t)mr * kb;
                 }
                 tile += tiles;
             }

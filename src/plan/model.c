@@ -30,9 +30,9 @@ bool model_hides_latency(int mr, int nv, double fma_latency, double fma_per_cycl
     return mr * nv >= fma_latency * fma_per_cycle;
 }
 
-int model_l1_ways_for_a(int l1_ways, int mr, int nr)
+int model_l1_ways_for_b(int l1_ways, int mr, int nr)
 {
-    return (int)floor((l1_ways - 1) / (1.0 + (double)nr / mr));
+    return (int)floor((l1_ways - 1) / (1.0 + (double)mr / nr));
 }
 
 static int64_t cache_sets(const hw_cache *c)
@@ -44,35 +44,35 @@ static int64_t cache_sets(const hw_cache *c)
 
 int64_t model_kc(const hw_cache *l1, int mr, int nr)
 {
-    int ways_a = model_l1_ways_for_a(l1->ways, mr, nr);
-    return (int64_t)ways_a * cache_sets(l1) * l1->line_bytes / (mr * (int64_t)sizeof(float));
+    int ways_b = model_l1_ways_for_b(l1->ways, mr, nr);
+    return (int64_t)ways_b * cache_sets(l1) * l1->line_bytes / (nr * (int64_t)sizeof(float));
 }
 
-int64_t model_mc(const hw_cache *l2, int64_t kc, int mr, int nr)
+int64_t model_nc(const hw_cache *l2, int64_t kc, int mr, int nr)
 {
     int64_t way_bytes = cache_sets(l2) * l2->line_bytes;
     if (way_bytes <= 0 || kc <= 0)
-        return mr;
-    int64_t panel_bytes = kc * nr * (int64_t)sizeof(float);
-    int64_t ways_b = (panel_bytes + way_bytes - 1) / way_bytes;
-    int64_t ways_a = l2->ways - 1 - ways_b;
-    if (ways_a < 1)
-        ways_a = 1;
-    int64_t mc = ways_a * way_bytes / (kc * (int64_t)sizeof(float));
-    mc -= mc % mr;
-    return mc < mr ? mr : mc;
+        return nr;
+    int64_t a_panel_bytes = kc * mr * (int64_t)sizeof(float);
+    int64_t ways_a = (a_panel_bytes + way_bytes - 1) / way_bytes;
+    int64_t ways_b = l2->ways - 1 - ways_a;
+    if (ways_b < 1)
+        ways_b = 1;
+    int64_t nc = ways_b * way_bytes / (kc * (int64_t)sizeof(float));
+    nc -= nc % nr;
+    return nc < nr ? nr : nc;
 }
 
-int64_t model_nc(const hw_cache *l3, int64_t kc, int nr)
+int64_t model_mc(const hw_cache *l3, int64_t kc, int mr)
 {
     int sharing = l3->shared_by > 0 ? l3->shared_by : 1;
     int64_t share = l3->size_bytes / sharing;
-    /* One way of the share stays free for the A block passing through. */
+    /* One way of the share stays free for the B block passing through. */
     if (l3->ways > 1)
         share -= share / l3->ways;
-    int64_t nc = kc > 0 ? share / (kc * (int64_t)sizeof(float)) : nr;
-    nc -= nc % nr;
-    return nc < nr ? nr : nc;
+    int64_t mc = kc > 0 ? share / (kc * (int64_t)sizeof(float)) : mr;
+    mc -= mc % mr;
+    return mc < mr ? mr : mc;
 }
 
 double model_tile_cycles(int mr, int nv, double fma_latency, double fma_per_cycle,
@@ -95,8 +95,8 @@ static hw_cache cache_or_default(const hw_profile *hw, int level, int64_t size, 
 }
 
 /* Rules 1-3: the tile with the most FMAs per load that fits the registers,
- * hides the FMA latency and leaves the A micro-panel at least one L1 way;
- * ties go to more accumulators. */
+ * hides the FMA latency and leaves the streaming B micro-panels at least
+ * one L1 way; ties go to more accumulators. */
 static void choose_main_tile(plan_model *m, const hw_cache *l1)
 {
     double best = -1.0;
@@ -183,8 +183,8 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
         return -1;
     m->nr = m->nv * m->vec;
     m->kc = model_kc(&l1, m->mr, m->nr);
-    m->mc = model_mc(&l2, m->kc, m->mr, m->nr);
-    m->nc = model_nc(&l3, m->kc, m->nr);
+    m->nc = model_nc(&l2, m->kc, m->mr, m->nr);
+    m->mc = model_mc(&l3, m->kc, m->mr);
     build_row_dp(m);
 
     m->cycles_per_second = (hw->freq_ghz > 0 ? hw->freq_ghz : DEFAULT_GHZ) * 1e9;

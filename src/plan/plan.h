@@ -29,19 +29,21 @@ int model_registers(int mr, int nv);
  * FMA pipe busy, mr * nv >= latency * issue width. */
 bool model_hides_latency(int mr, int nv, double fma_latency, double fma_per_cycle);
 
-/* Ways of the L1 left to the streaming A micro-panel when the B micro-panel
- * stays resident, one way spare: floor((W1 - 1) / (1 + nr / mr)). */
-int model_l1_ways_for_a(int l1_ways, int mr, int nr);
+/* Rule 3. The mr x kc A micro-panel (broadcast operand) stays in L1 while
+ * kc x nr B micro-panels (vector operand) stream through it from L2. Ways
+ * of the L1 for the streaming B, one way spare, split in proportion to
+ * the panels' widths: floor((W1 - 1) / (1 + mr / nr)). */
+int model_l1_ways_for_b(int l1_ways, int mr, int nr);
 
-/* Rule 3: kc = C_A * N1 * C1 / (mr * sizeof(float)); 0 if C_A is 0. */
+/* kc = C_B * N1 * C1 / (nr * sizeof(float)); 0 if C_B is 0. */
 int64_t model_kc(const hw_cache *l1, int mr, int nr);
 
-/* Rule 4, one level up: the mc x kc block of A stays in L2 while kc x nr
- * B micro-panels stream through it; mc is a multiple of mr. */
-int64_t model_mc(const hw_cache *l2, int64_t kc, int mr, int nr);
+/* Rule 4, one level up: the kc x nc block of B stays in L2 while A
+ * micro-panels pass; nc is a multiple of nr. */
+int64_t model_nc(const hw_cache *l2, int64_t kc, int mr, int nr);
 
-/* nc: the kc x nc block of B in the per-core share of L3; a multiple of nr. */
-int64_t model_nc(const hw_cache *l3, int64_t kc, int nr);
+/* mc: the mc x kc block of A in the per-core share of L3; a multiple of mr. */
+int64_t model_mc(const hw_cache *l3, int64_t kc, int mr);
 
 /* Cycles per k step of one mr x nv tile: the larger of the FMA issue time,
  * the load issue time and the FMA latency (one dependent FMA per
@@ -96,7 +98,7 @@ typedef struct gemm_plan {
     int nv, nr;               /* main column panel: nv vectors, nr floats */
     int64_t kc, mc, nc;
     bool pack_a, pack_b;
-    int b_prefetch;           /* rows ahead to prefetch B read in place */
+    int b_prefetch;           /* rows of B the ukernel prefetches ahead */
     /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
     plan_run runs[PLAN_MAX_RUNS];
     int nruns;

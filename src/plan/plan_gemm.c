@@ -12,9 +12,13 @@
 /* At most this many row tiles' worth of rows is "small M": A and B are
  * used so few times that packing them costs more than it saves. */
 static const int SMALL_M_TILES = 2;
-/* B read in place is prefetched this many rows ahead: a k step of a small
- * tile takes a few cycles, a miss to L3 a hundred or more. */
-static const int B_PREFETCH_ROWS = 16;
+/* How far ahead the ukernel prefetches B. Packed panels stream from L2
+ * and are asked for about a kilobyte ahead (measured on 2048^3: +10%
+ * over none, flat from 1 to 1.5 KB). B read in place has rows kilobytes
+ * apart that no hardware prefetcher follows, and a miss to L3 costs a
+ * hundred cycles or more where a small tile's k step takes a few. */
+static const int PACKED_PREFETCH_BYTES = 1024;
+static const int IN_PLACE_PREFETCH_ROWS = 16;
 
 static void add_run(gemm_plan *p, int mr, int64_t count)
 {
@@ -183,7 +187,8 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
      * already in panels. */
     p->pack_b = s->prepacked_kc > 0 || !(small_m && !s->transb);
     p->kc = s->prepacked_kc > 0 ? s->prepacked_kc : plan_kc(m, s->K);
-    p->b_prefetch = p->pack_b ? 0 : B_PREFETCH_ROWS;
+    p->b_prefetch = p->pack_b ? PACKED_PREFETCH_BYTES / (p->nr * (int)sizeof(float)) + 1
+                              : IN_PLACE_PREFETCH_ROWS;
     p->mc = m->mc;
     p->nc = m->nc;
 
