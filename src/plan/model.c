@@ -185,6 +185,7 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     m->kc = model_kc(&l1, m->mr, m->nr);
     m->nc = model_nc(&l2, m->kc, m->mr, m->nr);
     m->mc = model_mc(&l3, m->kc, m->mr);
+    m->l2_bytes = l2.size_bytes;
     build_row_dp(m);
 
     m->cycles_per_second = (hw->freq_ghz > 0 ? hw->freq_ghz : DEFAULT_GHZ) * 1e9;

@@ -59,6 +59,7 @@ typedef struct plan_model {
     int nv, mr;              /* the main tile, from rules 1-3 */
     int nr;                  /* nv * vec */
     int64_t kc, mc, nc;
+    int64_t l2_bytes;        /* one core's L2 */
     double cycles_per_second;
     double pack_bytes_per_second;
     /* Cycles per k step of an (mr, nv) tile; 0 where no ukernel is built. */

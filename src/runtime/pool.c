@@ -5,11 +5,17 @@
  * numbers from one atomic counter until none are left. The caller then waits
  * until every task has ended and every worker that joined the run has left
  * it, so the next run can safely reset the counters.
+ *
+ * Waking a sleeping thread takes tens of microseconds here (more under a
+ * hypervisor), longer than a small GEMM. So a worker that finishes a run
+ * watches for the next one for a while before it sleeps, and the caller
+ * watches for the last task before it sleeps, as OpenMP runtimes do.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "runtime/runtime.h"
 
@@ -23,7 +29,7 @@ struct rt_pool {
     pthread_mutex_t lock;     /* guards everything below */
     pthread_cond_t wake;      /* a new generation or stop */
     pthread_cond_t finished;  /* a task ended or a worker left */
-    unsigned long generation;
+    atomic_ulong generation;
     bool stop;
     rt_task_fn fn;
     void *arg;
@@ -47,17 +53,49 @@ static bool work(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
     }
 }
 
+/* How long a thread watches for work before sleeping. */
+static const double SPIN_SECONDS = 100e-6;
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Returns when `done` says so or SPIN_SECONDS have passed. */
+static void spin_until(bool (*done)(rt_pool *, unsigned long), rt_pool *p, unsigned long arg)
+{
+    double deadline = seconds_now() + SPIN_SECONDS;
+    for (unsigned i = 1; !done(p, arg); i++)
+        if (i % 256 == 0 && seconds_now() > deadline)
+            return;
+}
+
+static bool new_generation(rt_pool *p, unsigned long seen)
+{
+    return atomic_load(&p->generation) != seen;
+}
+
+static bool all_tasks_done(rt_pool *p, unsigned long ntasks)
+{
+    return (unsigned long)atomic_load(&p->tasks_done) >= ntasks;
+}
+
 static void *worker_main(void *opaque)
 {
     rt_pool *p = opaque;
     unsigned long seen = 0;
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->stop && p->generation == seen)
+        pthread_mutex_unlock(&p->lock);
+        spin_until(new_generation, p, seen);
+        pthread_mutex_lock(&p->lock);
+        while (!p->stop && atomic_load(&p->generation) == seen)
             pthread_cond_wait(&p->wake, &p->lock);
         if (p->stop)
             break;
-        seen = p->generation;
+        seen = atomic_load(&p->generation);
         rt_task_fn fn = p->fn;
         void *arg = p->arg;
         int ntasks = p->ntasks;
@@ -144,12 +182,13 @@ void rt_pool_run(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
     p->ntasks = ntasks;
     atomic_store(&p->next_task, 0);
     atomic_store(&p->tasks_done, 0);
-    p->generation++;
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
 
     work(p, fn, arg, ntasks);
 
+    spin_until(all_tasks_done, p, (unsigned long)ntasks);
     pthread_mutex_lock(&p->lock);
     while (atomic_load(&p->tasks_done) < ntasks || p->active > 0)
         pthread_cond_wait(&p->finished, &p->lock);
