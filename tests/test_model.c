@@ -152,7 +152,11 @@ static void planner_invariants(void)
     CHECK(p.pack_b, "M = 1 with B transposed packs B");
     gemm_shape big = {.M = 2048, .N = 2048, .K = 2048};
     plan_gemm(&m, &big, 1, &p);
-    CHECK(p.pack_a && p.pack_b && p.kc <= m.kc && p.predicted_seconds > 0, "large GEMM packs");
+    CHECK(!p.pack_a && p.pack_b && p.kc <= m.kc && p.predicted_seconds > 0,
+          "large GEMM packs B, reads rows of A in place");
+    big.transa = true;
+    plan_gemm(&m, &big, 1, &p);
+    CHECK(p.pack_a, "large GEMM with A transposed packs A");
 }
 
 void suite_model(void)

@@ -182,7 +182,11 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     }
 
     bool small_m = s->M <= SMALL_M_TILES * m->mr;
-    p->pack_a = !small_m;
+    /* The A micro-panel stays in L1 across the row of B panels, so rows
+     * of A read in place cost nothing more; only op(A) = A^T, whose kc
+     * rows of mr floats lie a leading dimension apart (a page each), is
+     * worth packing. */
+    p->pack_a = s->transa && !small_m;
     p->kc = s->prepacked_kc > 0 ? s->prepacked_kc : plan_kc(m, s->K);
     /* B is read in place when its rows are contiguous (op(B) = B) and
      * either few row tiles read it or its kc x nc block stays in half the
