@@ -30,10 +30,17 @@ void ukernel_pack_b(int nr, int n, int64_t k, const float *src, int64_t rs, int6
         return;
     }
     /* Columns of op(B) are contiguous (B transposed): read each column in
-     * order and scatter it down the panel. */
+     * order and scatter it down the panel. A column is only k floats,
+     * too short for hardware prefetchers to get going, and the next one
+     * is a leading dimension away: ask for a later column's lines while
+     * copying this one, so the misses overlap instead of queueing. */
+    enum { COLUMNS_AHEAD = 4, FLOATS_PER_LINE = 16 };
     for (int j = 0; j < nr; j++) {
         const float *col = src + j * cs;
         if (j < n) {
+            if (j + COLUMNS_AHEAD < n)
+                for (int64_t p = 0; p < k; p += FLOATS_PER_LINE)
+                    __builtin_prefetch(col + COLUMNS_AHEAD * cs + p * rs);
             for (int64_t p = 0; p < k; p++)
                 dst[p * nr + j] = col[p * rs];
         } else {
