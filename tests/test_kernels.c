@@ -1,8 +1,9 @@
 /*
  * test_kernels.c - every ukernel this CPU can run, against the reference
  * on one tile: packed and strided A, full and edge tiles, k from 0 up, and
- * the three C updates (beta 0 over NaN, beta 1, general). Also the packing
- * routines' layouts and zero fill.
+ * the three C updates (beta 0 over NaN, beta 1, general); every
+ * dot-product member for B^T read in place. Also the packing routines'
+ * layouts and zero fill.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -111,6 +112,59 @@ static void every_kernel(void)
     }
 }
 
+/* Every dot-product member on A (mr x k) and B^T (nj x k) read in place,
+ * k with and without a remainder of the vector width. */
+static void every_dot_kernel(void)
+{
+    test_rng rng = {43};
+    const int64_t ks[] = {0, 1, 16, 37, 130};
+    for (int isa = 0; isa < HW_ISA_COUNT; isa++) {
+        if (!isa_runs_here((hw_isa)isa))
+            continue;
+        for (int mr = 1; mr <= UK_DOT_MAX_MR; mr++)
+            for (int nj = 1; nj <= UK_DOT_MAX_NJ; nj++) {
+                ukernel_fn fn = ukernel_dot_lookup((hw_isa)isa, mr, nj);
+                if (!fn)
+                    continue;
+                int fails = 0;
+                for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                    int64_t k = ks[ki], lda = k + 3, ldb = k + 1, ldc = nj + 2;
+                    float a[UK_DOT_MAX_MR * 133], b[UK_DOT_MAX_NJ * 131];
+                    float c[UK_DOT_MAX_MR * (UK_DOT_MAX_NJ + 2)], want[sizeof c / sizeof c[0]];
+                    float abs_a[sizeof a / sizeof a[0]], abs_b[sizeof b / sizeof b[0]];
+                    float bound[sizeof c / sizeof c[0]];
+                    for (int64_t i = 0; i < mr * lda; i++)
+                        abs_a[i] = fabsf(a[i] = test_rng_float(&rng));
+                    for (int64_t i = 0; i < nj * ldb; i++)
+                        abs_b[i] = fabsf(b[i] = test_rng_float(&rng));
+                    float beta = ki % 2 ? 0.0f : -1.5f;
+                    for (int64_t i = 0; i < mr * ldc; i++)
+                        want[i] = c[i] = beta == 0.0f ? NAN : test_rng_float(&rng);
+                    ukernel_args args = {.k = k, .a = a, .a_rs = lda, .a_cs = 1, .b = b,
+                                         .b_rs = ldb, .c = c, .ldc = ldc, .alpha = 1.5f,
+                                         .beta = beta, .m = mr, .n = nj};
+                    fn(&args);
+                    ref_sgemm('N', 'T', mr, nj, k, 1.5f, a, lda, b, ldb, beta, want, ldc);
+                    ref_sgemm('N', 'T', mr, nj, k, 1.5f, abs_a, lda, abs_b, ldb, 0.0f, bound, ldc);
+                    for (int i = 0; i < mr; i++)
+                        for (int j = 0; j < ldc; j++) {
+                            float got = c[i * ldc + j], ref = want[i * ldc + j];
+                            if (j >= nj) {
+                                fails += memcmp(&got, &ref, sizeof got) != 0;
+                                continue;
+                            }
+                            double tol = 2.0 * (k + 2) * ldexp(1.0, -24) *
+                                             (bound[i * ldc + j] + 1.5 * fabs((double)ref)) +
+                                         1e-30;
+                            fails += !(fabs((double)got - ref) <= tol);
+                        }
+                }
+                CHECK(fails == 0, "%s dot ukernel %dx%d: %d wrong elements",
+                      hw_isa_name((hw_isa)isa), mr, nj, fails);
+            }
+    }
+}
+
 static void packing(void)
 {
     float src[6 * 7], dst[8 * 7];
@@ -145,4 +199,5 @@ void suite_kernels(void)
 {
     packing();
     every_kernel();
+    every_dot_kernel();
 }

@@ -44,6 +44,9 @@ static void zen4_by_hand(void)
     CHECK(m.kc == 96, "zen4 kc %lld", (long long)m.kc);
     CHECK(m.nc == 2048, "zen4 nc %lld", (long long)m.nc);
     CHECK(m.mc == 5118, "zen4 mc %lld", (long long)m.mc);
+    /* Dot tile: 32 registers allow mr * nj + mr + nj <= 32; rule 1 wants
+     * mr * nj >= 4; FMAs per load mr nj / (mr + nj) peaks at 4 x 5 (2.22). */
+    CHECK(m.dot_mr == 4 && m.dot_nj == 5, "zen4 dot tile %dx%d", m.dot_mr, m.dot_nj);
 #endif
 }
 
@@ -71,6 +74,9 @@ static void avx2_by_hand(void)
     CHECK(m.kc == 256, "avx2-16 kc %lld", (long long)m.kc);
     CHECK(m.nc == 120, "avx2-16 nc %lld", (long long)m.nc);
     CHECK(m.mc == 960, "avx2-16 mc %lld", (long long)m.mc);
+    /* Dot tile: 16 registers fit at most 9 accumulators (3 x 3), short of
+     * the 10 chains rule 1 wants, so the most accumulators win: 3 x 3. */
+    CHECK(m.dot_mr == 3 && m.dot_nj == 3, "avx2-16 dot tile %dx%d", m.dot_mr, m.dot_nj);
 #endif
 }
 
@@ -149,7 +155,10 @@ static void planner_invariants(void)
     CHECK(!p.pack_a && !p.pack_b && p.b_prefetch > 0, "M = 1 reads A and B in place");
     small.transb = true;
     plan_gemm(&m, &small, 1, &p);
-    CHECK(p.pack_b, "M = 1 with B transposed packs B");
+    CHECK(p.dot && p.dot_mr >= 1 && p.dot_nj >= 1, "M = 1 with B transposed: dot tiles");
+    gemm_shape tall = {.M = 17, .N = 768, .K = 768, .transb = true};
+    plan_gemm(&m, &tall, 1, &p);
+    CHECK(!p.dot && p.pack_b, "M = 17 with B transposed packs B");
     gemm_shape big = {.M = 2048, .N = 2048, .K = 2048};
     plan_gemm(&m, &big, 1, &p);
     CHECK(!p.pack_a && p.pack_b && p.kc <= m.kc && p.predicted_seconds > 0,

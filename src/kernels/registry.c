@@ -8,31 +8,48 @@
 
 #include "kernels/ukernel.h"
 
-extern const ukernel_entry ukernel_table_generic[];
-extern const int ukernel_table_generic_count;
+extern const ukernel_entry ukernel_table_generic[], ukernel_dot_table_generic[];
+extern const int ukernel_table_generic_count, ukernel_dot_table_generic_count;
 #if defined(__x86_64__)
-extern const ukernel_entry ukernel_table_avx2[];
-extern const int ukernel_table_avx2_count;
-extern const ukernel_entry ukernel_table_avx512[];
-extern const int ukernel_table_avx512_count;
+extern const ukernel_entry ukernel_table_avx2[], ukernel_dot_table_avx2[];
+extern const int ukernel_table_avx2_count, ukernel_dot_table_avx2_count;
+extern const ukernel_entry ukernel_table_avx512[], ukernel_dot_table_avx512[];
+extern const int ukernel_table_avx512_count, ukernel_dot_table_avx512_count;
 #endif
 
 static const ukernel_entry *index_table[HW_ISA_COUNT][UK_MAX_NV + 1][UK_MAX_MR + 1];
+static const ukernel_entry *dot_index[HW_ISA_COUNT][UK_DOT_MAX_NJ + 1][UK_DOT_MAX_MR + 1];
 static pthread_once_t index_once = PTHREAD_ONCE_INIT;
 
-static void index_one(hw_isa isa, const ukernel_entry *table, int count)
+static void index_one(hw_isa isa, const ukernel_entry *table, int count,
+                      const ukernel_entry *dots, int ndots)
 {
     for (int i = 0; i < count; i++)
         index_table[isa][table[i].nv][table[i].mr] = &table[i];
+    for (int i = 0; i < ndots; i++)
+        dot_index[isa][dots[i].nv][dots[i].mr] = &dots[i];
 }
 
 static void build_index(void)
 {
-    index_one(HW_ISA_GENERIC, ukernel_table_generic, ukernel_table_generic_count);
+    index_one(HW_ISA_GENERIC, ukernel_table_generic, ukernel_table_generic_count,
+              ukernel_dot_table_generic, ukernel_dot_table_generic_count);
 #if defined(__x86_64__)
-    index_one(HW_ISA_AVX2, ukernel_table_avx2, ukernel_table_avx2_count);
-    index_one(HW_ISA_AVX512, ukernel_table_avx512, ukernel_table_avx512_count);
+    index_one(HW_ISA_AVX2, ukernel_table_avx2, ukernel_table_avx2_count, ukernel_dot_table_avx2,
+              ukernel_dot_table_avx2_count);
+    index_one(HW_ISA_AVX512, ukernel_table_avx512, ukernel_table_avx512_count,
+              ukernel_dot_table_avx512, ukernel_dot_table_avx512_count);
 #endif
+}
+
+ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj)
+{
+    if (isa < 0 || isa >= HW_ISA_COUNT || mr < 1 || mr > UK_DOT_MAX_MR || nj < 1 ||
+        nj > UK_DOT_MAX_NJ)
+        return NULL;
+    pthread_once(&index_once, build_index);
+    const ukernel_entry *e = dot_index[isa][nj][mr];
+    return e ? e->packed : NULL;
 }
 
 ukernel_fn ukernel_lookup(const ukernel_desc *d)

@@ -16,7 +16,7 @@
 #include "hw/hw.h"
 #include "tessel.h"
 
-enum { UK_MAX_MR = 16, UK_MAX_NV = 4 };
+enum { UK_MAX_MR = 16, UK_MAX_NV = 4, UK_DOT_MAX_MR = 4, UK_DOT_MAX_NJ = 8 };
 
 /* Everything a ukernel call needs. Element (i, p) of the A micro-panel is
  * a[i * a_rs + p * a_cs] (packed panels: a_rs 1, a_cs mr); row p of the B
@@ -55,6 +55,12 @@ typedef struct ukernel_entry {
 
 /* The compiled function for d, or NULL if that member was not built. */
 ukernel_fn ukernel_lookup(const ukernel_desc *d);
+
+/* The dot-product members (ukernel_template.h): C[mr x nj] from mr rows of
+ * A (a, a_rs apart) and nj rows of B^T (b, b_rs apart), both contiguous
+ * along k; m == mr and n == nj. Their table entries use `packed` for the
+ * function and nv for nj. NULL if (mr, nj) was not built for the ISA. */
+ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj);
 
 /* Floats per vector of an ISA class. */
 int ukernel_vec_floats(hw_isa isa);

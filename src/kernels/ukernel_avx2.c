@@ -11,3 +11,9 @@ UK_SIZES_16REG(UK_MEMBER)
 
 const ukernel_entry ukernel_table_avx2[] = {UK_SIZES_16REG(UK_ENTRY)};
 const int ukernel_table_avx2_count = sizeof ukernel_table_avx2 / sizeof ukernel_table_avx2[0];
+
+UK_DOT_SIZES_16REG(UK_DOT_MEMBER)
+
+const ukernel_entry ukernel_dot_table_avx2[] = {UK_DOT_SIZES_16REG(UK_DOT_ENTRY)};
+const int ukernel_dot_table_avx2_count =
+    sizeof ukernel_dot_table_avx2 / sizeof ukernel_dot_table_avx2[0];

@@ -11,3 +11,9 @@ UK_SIZES_32REG(UK_MEMBER)
 
 const ukernel_entry ukernel_table_avx512[] = {UK_SIZES_32REG(UK_ENTRY)};
 const int ukernel_table_avx512_count = sizeof ukernel_table_avx512 / sizeof ukernel_table_avx512[0];
+
+UK_DOT_SIZES_32REG(UK_DOT_MEMBER)
+
+const ukernel_entry ukernel_dot_table_avx512[] = {UK_DOT_SIZES_32REG(UK_DOT_ENTRY)};
+const int ukernel_dot_table_avx512_count =
+    sizeof ukernel_dot_table_avx512 / sizeof ukernel_dot_table_avx512[0];

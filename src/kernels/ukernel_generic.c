@@ -21,11 +21,19 @@
 
 #if defined(__aarch64__)
 #define UK_SIZES_GENERIC UK_SIZES_32REG
+#define UK_DOT_SIZES_GENERIC UK_DOT_SIZES_32REG
 #else
 #define UK_SIZES_GENERIC UK_SIZES_16REG
+#define UK_DOT_SIZES_GENERIC UK_DOT_SIZES_16REG
 #endif
 
 UK_SIZES_GENERIC(UK_MEMBER)
 
 const ukernel_entry ukernel_table_generic[] = {UK_SIZES_GENERIC(UK_ENTRY)};
 const int ukernel_table_generic_count = sizeof ukernel_table_generic / sizeof ukernel_table_generic[0];
+
+UK_DOT_SIZES_GENERIC(UK_DOT_MEMBER)
+
+const ukernel_entry ukernel_dot_table_generic[] = {UK_DOT_SIZES_GENERIC(UK_DOT_ENTRY)};
+const int ukernel_dot_table_generic_count =
+    sizeof ukernel_dot_table_generic / sizeof ukernel_dot_table_generic[0];

@@ -22,4 +22,21 @@
     X(1, 3) X(2, 3) X(3, 3) X(4, 3) \
     X(1, 4) X(2, 4)
 
+/* Dot-product members X(mr, nj) for op(B) = B^T read in place: mr rows of
+ * A and nj rows of B^T, both contiguous along k, vectorised along k; each
+ * needs mr * nj accumulators, mr + nj operand vectors. */
+/* 32 vector registers. */
+#define UK_DOT_SIZES_32REG(X) \
+    X(1, 1) X(1, 2) X(1, 3) X(1, 4) X(1, 5) X(1, 6) X(1, 7) X(1, 8) \
+    X(2, 1) X(2, 2) X(2, 3) X(2, 4) X(2, 5) X(2, 6) X(2, 7) X(2, 8) \
+    X(3, 1) X(3, 2) X(3, 3) X(3, 4) X(3, 5) X(3, 6) X(3, 7) \
+    X(4, 1) X(4, 2) X(4, 3) X(4, 4) X(4, 5)
+
+/* 16 vector registers. */
+#define UK_DOT_SIZES_16REG(X) \
+    X(1, 1) X(1, 2) X(1, 3) X(1, 4) X(1, 5) X(1, 6) X(1, 7) \
+    X(2, 1) X(2, 2) X(2, 3) X(2, 4) \
+    X(3, 1) X(3, 2) X(3, 3) \
+    X(4, 1) X(4, 2)
+
 #endif /* TESSEL_UKERNEL_SIZES_H */

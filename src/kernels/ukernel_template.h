@@ -113,6 +113,80 @@ ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args 
     }
 }
 
+/* The dot-product form, for op(B) = B^T read in place: rows of A and rows
+ * of B^T are both contiguous along k, so the vectors run along k and each
+ * of the mr x nj accumulators is summed across its lanes at the end. No
+ * packing at all: what pays for small M, where a copy of B would cost more
+ * than the product. */
+static inline __attribute__((always_inline)) float uk_lane_sum(uk_vec v)
+{
+    float s = 0.0f;
+    for (int l = 0; l < UK_VEC_FLOATS; l++)
+        s += v[l];
+    return s;
+}
+
+/* A vector of x[0..count), zero beyond: the k remainder. */
+static inline __attribute__((always_inline)) uk_vec uk_load_partial(const float *x, int count)
+{
+    float lane[UK_VEC_FLOATS] = {0};
+    memcpy(lane, x, (size_t)count * sizeof(float));
+    return uk_load(lane);
+}
+
+static inline __attribute__((always_inline)) void
+dotkernel_body(const int mr, const int nj, const ukernel_args *args)
+{
+    uk_vec acc[UK_DOT_MAX_MR][UK_DOT_MAX_NJ];
+#pragma GCC unroll 4
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < nj; j++)
+            acc[i][j] = (uk_vec){0};
+
+    const float *a = args->a, *b = args->b;
+    const int64_t lda = args->a_rs, ldb = args->b_rs, k = args->k;
+    uk_vec av[UK_DOT_MAX_MR], bv[UK_DOT_MAX_NJ];
+    int64_t p = 0;
+    for (; p + UK_VEC_FLOATS <= k; p += UK_VEC_FLOATS) {
+#pragma GCC unroll 4
+        for (int i = 0; i < mr; i++)
+            av[i] = uk_load(a + i * lda + p);
+#pragma GCC unroll 8
+        for (int j = 0; j < nj; j++)
+            bv[j] = uk_load(b + j * ldb + p);
+#pragma GCC unroll 4
+        for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+            for (int j = 0; j < nj; j++)
+                acc[i][j] += av[i] * bv[j];
+    }
+    if (p < k) {
+        int rest = (int)(k - p);
+        for (int i = 0; i < mr; i++)
+            av[i] = uk_load_partial(a + i * lda + p, rest);
+        for (int j = 0; j < nj; j++)
+            bv[j] = uk_load_partial(b + j * ldb + p, rest);
+        for (int i = 0; i < mr; i++)
+            for (int j = 0; j < nj; j++)
+                acc[i][j] += av[i] * bv[j];
+    }
+    for (int i = 0; i < mr; i++) {
+        float *c = args->c + i * args->ldc;
+        for (int j = 0; j < nj; j++) {
+            float out = args->alpha * uk_lane_sum(acc[i][j]);
+            c[j] = args->beta != 0.0f ? out + args->beta * c[j] : out;
+        }
+    }
+}
+
+#define UK_DOT_MEMBER(MR, NJ)                                                     \
+    static void uk_dot_##MR##x##NJ(const ukernel_args *args)                      \
+    {                                                                             \
+        dotkernel_body(MR, NJ, args);                                             \
+    }
+#define UK_DOT_ENTRY(MR, NJ) {MR, NJ, uk_dot_##MR##x##NJ, NULL},
+
 /* One member: a packed-A and a strided-A function and its table entry. */
 #define UK_MEMBER(MR, NV)                                                         \
     static void uk_##MR##x##NV##_packed(const ukernel_args *args)                 \

@@ -174,6 +174,25 @@ static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_
     }
 }
 
+/* Dot-product plans: columns [n0, n1) in tiles of dot_nj rows of B^T,
+ * each reused from cache by every tile of dot_mr rows of A; both read in
+ * place, remainders by the exact smaller members. */
+static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t n0, int64_t n1)
+{
+    ukernel_args args = {.k = c->K, .a_rs = c->a_rs, .a_cs = 1, .b_rs = c->b_cs,
+                         .ldc = c->ldc, .alpha = c->alpha, .beta = c->beta};
+    for (int64_t j = n0; j < n1; j += p->dot_nj) {
+        args.n = (int)min64(p->dot_nj, n1 - j);
+        args.b = c->B + j * c->b_cs;
+        for (int64_t i = 0; i < c->M; i += p->dot_mr) {
+            args.m = (int)min64(p->dot_mr, c->M - i);
+            args.a = c->A + i * c->a_rs;
+            args.c = c->C + i * c->ldc + j;
+            ukernel_dot_lookup(p->isa, args.m, args.n)(&args);
+        }
+    }
+}
+
 static gemm_call batch_entry(const gemm_job *job, int64_t i)
 {
     gemm_call c = *job->call;
@@ -188,6 +207,12 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
                            float *b_buf)
 {
     int64_t t0 = 0, t1 = p->ntiles, n0 = 0, n1 = c->N;
+    if (p->dot) {
+        n0 = p->bounds[t] * p->dot_nj;
+        n1 = min64(c->N, p->bounds[t + 1] * p->dot_nj);
+        run_dot_share(c, p, n0, n1);
+        return;
+    }
     if (p->split == 'M') {
         t0 = p->bounds[t];
         t1 = p->bounds[t + 1];
@@ -223,7 +248,7 @@ void op_plan_sgemm(const op_env *env, const gemm_call *call, int64_t batch, gemm
     double flops = 2.0 * (double)call->M * call->N * call->K;
     bool small_batched = batch > 1 && flops < SMALL_MATRIX_FLOPS;
     gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K,
-                        .transa = call->a_rs == 1 && call->M > 1,
+                        .transa = call->a_cs != 1,
                         .transb = call->b_cs != 1,
                         .prepacked_kc = call->packed ? call->packed->kc : 0};
     plan_gemm(env->model, &shape, small_batched ? 1 : env->threads, plan);
@@ -256,7 +281,8 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     int64_t a_rows = min64(plan->mc, call->M) + UK_MAX_MR;
     job.a_floats = plan->pack_a ? round_up(a_rows * plan->kc, 16) : 0;
     int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
-    job.b_floats = call->packed ? 0 : round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16);
+    bool b_scratch = !call->packed && !plan->dot;
+    job.b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
     job.scratch_floats = job.a_floats + job.b_floats;
     job.scratch = rt_buffer_acquire(env->buffers,
                                     (size_t)(job.scratch_floats * ntasks) * sizeof(float));

@@ -120,6 +120,37 @@ static void choose_main_tile(plan_model *m, const hw_cache *l1)
     }
 }
 
+/* The dot-product tile: most FMAs per load (mr + nj vectors feed mr * nj
+ * FMAs) among those built that hide the FMA latency, ties to more
+ * accumulators. With 16 registers none may hide it (AVX2: 10 chains
+ * needed, 9 fit): then the most accumulators win. */
+static void choose_dot_tile(plan_model *m)
+{
+    double best = -1.0;
+    bool any_hides = false;
+    for (int mr = 1; mr <= UK_DOT_MAX_MR; mr++)
+        for (int nj = 1; nj <= UK_DOT_MAX_NJ; nj++)
+            any_hides |= ukernel_dot_lookup(m->hw.isa, mr, nj) &&
+                         model_hides_latency(mr, nj, m->hw.fma_latency_cycles, m->hw.fma_per_cycle);
+    for (int mr = 1; mr <= UK_DOT_MAX_MR; mr++)
+        for (int nj = 1; nj <= UK_DOT_MAX_NJ; nj++) {
+            if (!ukernel_dot_lookup(m->hw.isa, mr, nj))
+                continue;
+            bool hides = model_hides_latency(mr, nj, m->hw.fma_latency_cycles, m->hw.fma_per_cycle);
+            if (any_hides && !hides)
+                continue;
+            if (!any_hides && mr * nj < m->dot_mr * m->dot_nj)
+                continue;
+            double per_load = (double)mr * nj / (mr + nj);
+            if (per_load > best + 1e-9 ||
+                (fabs(per_load - best) < 1e-9 && mr * nj > m->dot_mr * m->dot_nj)) {
+                best = per_load;
+                m->dot_mr = mr;
+                m->dot_nj = nj;
+            }
+        }
+}
+
 /* Cost per k step of one tile of height h, nv vectors wide, with its
  * per-call overhead (call, C update) spread over a kc-long k loop. */
 static double tile_step_cost(const plan_model *m, int nv, int h)
@@ -179,7 +210,8 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     hw_cache l2 = cache_or_default(&m->hw, 2, 1 << 20, 8);
     hw_cache l3 = cache_or_default(&m->hw, 3, 8 << 20, 16);
     choose_main_tile(m, &l1);
-    if (m->mr == 0)
+    choose_dot_tile(m);
+    if (m->mr == 0 || m->dot_mr == 0)
         return -1;
     m->nr = m->nv * m->vec;
     m->kc = model_kc(&l1, m->mr, m->nr);

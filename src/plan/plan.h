@@ -57,6 +57,7 @@ typedef struct plan_model {
     hw_profile hw;
     int vec;                 /* floats per vector */
     int nv, mr;              /* the main tile, from rules 1-3 */
+    int dot_mr, dot_nj;      /* the dot-product tile (B^T in place), rules 1-2 */
     int nr;                  /* nv * vec */
     int64_t kc, mc, nc;
     int64_t l2_bytes;        /* one core's L2 */
@@ -85,7 +86,7 @@ typedef struct plan_run {
 
 typedef struct gemm_shape {
     int64_t M, N, K;
-    bool transa, transb;
+    bool transa, transb;      /* rows of op(A), op(B) not contiguous along k, n */
     int64_t prepacked_kc;     /* B already packed with this kc; 0 if not */
 } gemm_shape;
 
@@ -98,13 +99,19 @@ typedef struct gemm_plan {
     int vec;
     int nv, nr;               /* main column panel: nv vectors, nr floats */
     int64_t kc, mc, nc;
+    /* Small M with op(B) = B^T: dot-product tiles read A and B^T in place
+     * (no tessellation DP, no packing); rows of the M x N grid in tiles of
+     * dot_mr, columns in tiles of dot_nj, remainders exact. */
+    bool dot;
+    int dot_mr, dot_nj;
     bool pack_a, pack_b;
     int b_prefetch;           /* rows of B the ukernel prefetches ahead */
     /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
     plan_run runs[PLAN_MAX_RUNS];
     int nruns;
     int64_t ntiles;           /* row tiles in all */
-    int64_t npanels;          /* column panels: ceil(N / nr), the last masked */
+    int64_t npanels;          /* column panels: ceil(N / nr), the last masked;
+                                 for dot plans, column tiles ceil(N / dot_nj) */
     /* Thread split: along 'M' (row tiles) or 'N' (column panels); thread t
      * gets tiles or panels [bounds[t], bounds[t + 1]). */
     char split;

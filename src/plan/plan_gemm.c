@@ -12,6 +12,9 @@
 /* At most this many row tiles' worth of rows is "small M": A and B are
  * used so few times that packing them costs more than it saves. */
 static const int SMALL_M_TILES = 2;
+/* Up to this many rows, op(B) = B^T is read in place by dot-product tiles
+ * rather than packed: the copy of B would cost more than the product. */
+static const int64_t DOT_MAX_M = 16;
 /* How far ahead the ukernel prefetches B. Packed panels stream from L2
  * and are asked for about a kilobyte ahead (measured on 2048^3: +10%
  * over none, flat from 1 to 1.5 KB). B read in place has rows kilobytes
@@ -157,6 +160,25 @@ int64_t plan_kc(const plan_model *m, int64_t K)
     return (K + kblocks - 1) / kblocks;
 }
 
+/* Dot-product plans: column tiles split evenly over the threads. */
+static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
+{
+    p->dot = true;
+    p->dot_mr = m->dot_mr;
+    p->dot_nj = m->dot_nj;
+    p->kc = s->K;
+    p->npanels = (s->N + p->dot_nj - 1) / p->dot_nj;
+    p->split = 'N';
+    p->threads = threads < p->npanels ? threads : (int)p->npanels;
+    for (int t = 0; t <= p->threads; t++)
+        p->bounds[t] = p->npanels * t / p->threads;
+    double steps = (double)s->K / p->vec + 1.0;
+    double tiles = (double)((s->M + p->dot_mr - 1) / p->dot_mr) * p->npanels;
+    double step_cycles = model_tile_cycles(p->dot_mr, p->dot_nj, m->hw.fma_latency_cycles,
+                                           m->hw.fma_per_cycle, 2.0);
+    p->predicted_seconds = tiles * steps * step_cycles / p->threads / m->cycles_per_second;
+}
+
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
 {
     memset(p, 0, sizeof *p);
@@ -174,6 +196,12 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     int tail_nv = (int)((tail_cols + p->vec - 1) / p->vec);
     /* A single narrow panel is tessellated for its own width. */
     tessellate_rows(m, p->npanels == 1 ? tail_nv : m->nv, s->M, p);
+    /* Few rows times B^T: the dot-product tiles read both in place. */
+    if (s->transb && !s->transa && s->prepacked_kc == 0 && s->M <= DOT_MAX_M &&
+        s->K >= p->vec && s->N > 0) {
+        plan_dot(m, s, threads, p);
+        return;
+    }
     if (p->ntiles == 0 || p->npanels == 0 || s->K == 0) {
         p->threads = 1;
         p->split = 'M';
