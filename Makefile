@@ -4,6 +4,7 @@
 #   make test       builds and runs the test suite
 #   make demo       builds, probes this machine, runs the dynamic-shape demo
 #   make bench      peer benchmark (installs OpenBLAS, BLIS, oneDNN if missing)
+#   make test-arm   aarch64 cross build, suite under qemu-user (installs both)
 #   make install PREFIX=/usr/local
 #
 # BUILD selects the output folder and SAN adds sanitizer flags, so CI can
