@@ -6,6 +6,12 @@
  * Keeping each library in its own translation unit keeps their headers apart:
  * OpenBLAS and BLIS both ship a cblas.h and both export cblas_sgemm, so no
  * file may include both. Every matrix is row-major.
+ *
+ * A library may also come as a "packed" variant (tessel-packed,
+ * onednn-packed): its prepare puts the constant B into the library's own
+ * layout once, as an inference runtime does with weights, and its run
+ * multiplies by the packed copy. The driver gives those only the problems of
+ * its pre-packed-weights mode (see gemm_bench.c).
  */
 #ifndef TESSEL_BENCH_H
 #define TESSEL_BENCH_H
@@ -35,6 +41,10 @@ typedef struct bench_call bench_call;
 
 typedef struct bench_lib {
     const char *name;
+    /* Nonzero for a pre-packed-weights variant: prepare packs B (not timed),
+     * run uses the packed copy. Such a variant only runs plain (not batched)
+     * problems with transb 'N'. */
+    int packed;
     /* A one-line version string, e.g. "oneDNN 2.6.3 (OpenMP)". */
     const char *(*version)(void);
     /* Sets the threads later calls use; returns 0 on success. */
@@ -51,5 +61,7 @@ extern const bench_lib bench_lib_tessel;
 extern const bench_lib bench_lib_openblas;
 extern const bench_lib bench_lib_blis;
 extern const bench_lib bench_lib_onednn;
+extern const bench_lib bench_lib_tessel_packed;
+extern const bench_lib bench_lib_onednn_packed;
 
 #endif /* TESSEL_BENCH_H */

@@ -10,6 +10,13 @@
  * again. It also measures call overhead (a 1x1x1 GEMM and 12 batched 5x5x64
  * GEMMs, median of many single calls). Results go to a CSV file, progress to
  * stderr; bench/gemm_report.c turns the CSV into tables and plots.
+ *
+ * Pre-packed weights: on the linear-layer shapes of packed_families (plain
+ * GEMMs with transb 'N'), two more "libraries" run after the others,
+ * tessel-packed and onednn-packed, which pack B into their own layout once
+ * when the call is prepared and time only the multiplication by the packed
+ * copy. Their results are checked against plain tessel_sgemm's like any
+ * peer's.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -23,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LIBS 4
+#define MAX_LIBS 6
 #define MAX_THREADS 16
 #define REL_DIFF_WARN 1e-3
 
@@ -55,14 +62,20 @@ typedef struct pool {
 
 /* What one library measured on one problem. */
 typedef struct lib_result {
+    int ran; /* 0: a packed variant on a problem outside the packed mode */
     int ok;
     double seconds;
     double max_rel_diff; /* NAN when there is no reference to compare with */
 } lib_result;
 
 static const bench_lib *const all_libs[MAX_LIBS] = {
-    &bench_lib_tessel, &bench_lib_openblas, &bench_lib_blis, &bench_lib_onednn,
+    &bench_lib_tessel,        &bench_lib_openblas, &bench_lib_blis, &bench_lib_onednn,
+    &bench_lib_tessel_packed, &bench_lib_onednn_packed,
 };
+
+/* The families whose shapes are linear layers with constant weights: the
+ * packed variants run on their plain problems with transb 'N'. */
+static const char *const packed_families[] = {"bert-base", "dietcode"};
 
 static double now_s(void)
 {
@@ -127,6 +140,17 @@ void bench_problem_layout(bench_problem *p)
 }
 
 /* ---- shape files ---------------------------------------------------- */
+
+/* Whether a problem is also timed with pre-packed weights. */
+static int packed_mode(const problem_row *r)
+{
+    if (r->p.batched || r->p.transb != 'N')
+        return 0;
+    for (size_t i = 0; i < sizeof packed_families / sizeof packed_families[0]; i++)
+        if (strcmp(r->family, packed_families[i]) == 0)
+            return 1;
+    return 0;
+}
 
 static int family_selected(const char *family, const char *filter)
 {
@@ -418,16 +442,21 @@ static void csv_row(FILE *out, const char *lib, int threads, const char *family,
     fputc('\n', out);
 }
 
-/* Times every library once on one problem and compares their results;
- * returns the CPUs other processes used meanwhile, on average. */
+/* Times every library once on one problem (the packed variants only when
+ * `packed` is set) and compares their results; returns the CPUs other
+ * processes used meanwhile, on average. */
 static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
                           const bench_problem *p, const float *A, const float *B,
-                          float *const *C, const timing_policy *tp, int overhead,
+                          float *const *C, const timing_policy *tp, int overhead, int packed,
                           lib_result *res)
 {
     double wall = now_s(), busy = machine_busy_s(), self = self_cpu_s();
     for (int l = 0; l < nlibs; l++) {
         res[l].max_rel_diff = NAN;
+        res[l].ran = !libs[l]->packed || packed;
+        res[l].ok = 0;
+        if (!res[l].ran)
+            continue;
         res[l].ok = (overhead ? time_overhead(libs[l], p, A, B, C[l], tp->overhead_calls,
                                               &res[l].seconds)
                               : time_problem(libs[l], p, A, B, C[l], tp, &res[l].seconds)) == 0;
@@ -442,18 +471,25 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
 
     /* The reference is tessel's result when tessel is among the libraries
      * (it is first); its own row then holds the smallest difference to any
-     * peer, so a wrong tessel result flags its own row too. */
+     * other library that is not a packed variant (tessel-packed shares
+     * tessel's kernels and would hide a bug in both), so a wrong tessel
+     * result flags its own row too. */
     size_t nc = (size_t)(p->batch * p->stride_c);
-    if (res[0].ok && nlibs > 1) {
+    if (res[0].ok) {
         double best = INFINITY;
+        int peers = 0;
         for (int l = 1; l < nlibs; l++) {
             if (!res[l].ok)
                 continue;
             res[l].max_rel_diff = max_rel_diff(C[l], C[0], nc);
-            if (res[l].max_rel_diff < best)
-                best = res[l].max_rel_diff;
+            if (!libs[l]->packed) {
+                peers++;
+                if (res[l].max_rel_diff < best)
+                    best = res[l].max_rel_diff;
+            }
         }
-        res[0].max_rel_diff = best;
+        if (peers > 0)
+            res[0].max_rel_diff = best;
     }
     return isnan(others) || others < 0.0 ? 0.0 : others;
 }
@@ -486,6 +522,7 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
                       run_stats *stats)
 {
     const bench_problem *p = &row->p;
+    int packed = !overhead && packed_mode(row);
     size_t na = (size_t)(p->batch * p->stride_a), nb = (size_t)(p->batch * p->stride_b);
     size_t nc = (size_t)(p->batch * p->stride_c);
     const float *A = pool_get(pa, na, 1), *B = pool_get(pb, nb, 1);
@@ -495,6 +532,9 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
         return;
     }
     for (int l = 0; l < nlibs; l++) {
+        C[l] = NULL;
+        if (libs[l]->packed && !packed)
+            continue;
         C[l] = pool_get(&pc[l], nc, 0);
         if (!C[l]) {
             fprintf(stderr, "gemm_bench: out of memory for %s\n", row->family);
@@ -507,7 +547,8 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
     double limit = load_limit(threads);
     int attempts = 0;
     while (attempts < MAX_ATTEMPTS && least > limit) {
-        double others = measure_all(libs, nlibs, threads, p, A, B, C, tp, overhead, attempt);
+        double others = measure_all(libs, nlibs, threads, p, A, B, C, tp, overhead, packed,
+                                    attempt);
         attempts++;
         if (others < least) {
             least = others;
@@ -523,6 +564,8 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
             (long long)p->M, (long long)p->N, (long long)p->K, (long long)p->batch,
             p->transa, p->transb);
     for (int l = 0; l < nlibs; l++) {
+        if (!res[l].ran)
+            continue;
         if (!res[l].ok) {
             fprintf(stderr, " %s FAILED", libs[l]->name);
             continue;
@@ -554,7 +597,8 @@ static void usage(void)
             "  --bgemm FILE       batched shapes (family batch M N K ta tb)\n"
             "  --threads \"1 2\"    thread counts to run\n"
             "  --filter F1,F2     only these families ('overhead' for the call overhead)\n"
-            "  --libs L1,L2       only these libraries (default tessel,openblas,blis,onednn)\n"
+            "  --libs L1,L2       only these libraries (default tessel,openblas,blis,onednn,\n"
+            "                     tessel-packed,onednn-packed; tessel first is the reference)\n"
             "  --quick            a subset of shapes, fewer repetitions\n"
             "  --peak GFLOPS      FMA peak of one thread, for the pct_peak column\n"
             "  --csv FILE         write results here (default stdout)\n"
@@ -671,8 +715,11 @@ int main(int argc, char **argv)
 
     for (int l = 0; l < nlibs; l++)
         fprintf(stderr, "gemm_bench: %-8s %s\n", libs[l]->name, libs[l]->version());
-    fprintf(stderr, "gemm_bench: %zu problems, threads %s%s\n", shapes.n, thread_list,
-            quick ? ", quick" : "");
+    size_t npacked = 0;
+    for (size_t i = 0; i < shapes.n; i++)
+        npacked += (size_t)packed_mode(&shapes.rows[i]);
+    fprintf(stderr, "gemm_bench: %zu problems (%zu also with pre-packed weights), threads %s%s\n",
+            shapes.n, npacked, thread_list, quick ? ", quick" : "");
 
     pool pa = {0}, pb = {0}, pc[MAX_LIBS];
     memset(pc, 0, sizeof pc);

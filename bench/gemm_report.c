@@ -3,9 +3,11 @@
  * tables (markdown, on stdout) and a gnuplot script with its data, one PNG
  * per family. For each (threads, family) the summary gives every library's
  * geometric-mean GFLOP/s, tessel's per-shape ratio to the best peer and to
- * oneDNN (geometric mean and the worst shape), then the call-overhead table
- * and any result that differed from tessel's. It only reads the CSV, so a
- * summary can be rebuilt from an old result file.
+ * oneDNN (geometric mean and the worst shape), then the pre-packed-weights
+ * table (tessel-packed against onednn-packed, the libraries' "-packed" rows,
+ * kept out of the throughput table), the call-overhead table and any result
+ * that differed from tessel's. It only reads the CSV, so a summary can be
+ * rebuilt from an old result file.
  *
  *   gemm_report RESULTS.csv [--plots DIR PREFIX TERMINAL]
  *
@@ -154,6 +156,134 @@ static void shape_str(const rec *r, char *buf, size_t len)
 
 static const char *overhead_family = "overhead";
 
+/* The pre-packed-weights variants ("tessel-packed", "onednn-packed") run on
+ * a few families only; they have their own table. */
+static int is_packed(int lib)
+{
+    const char *name = libs.names[lib], *suffix = "-packed";
+    size_t n = strlen(name), k = strlen(suffix);
+    return n > k && strcmp(name + n - k, suffix) == 0;
+}
+
+static int lib_named(const char *name)
+{
+    for (int l = 0; l < libs.n; l++)
+        if (strcmp(libs.names[l], name) == 0)
+            return l;
+    return -1;
+}
+
+/* Accumulates the per-shape ratio num / den for a geometric mean. */
+typedef struct ratio_acc {
+    double log_sum, worst;
+    int n;
+    const rec *worst_rec;
+} ratio_acc;
+
+static void ratio_add(ratio_acc *a, const rec *num, const rec *den)
+{
+    if (!num || !den || num->gflops <= 0 || den->gflops <= 0)
+        return;
+    double ratio = num->gflops / den->gflops;
+    a->log_sum += log(ratio);
+    a->n++;
+    if (!a->worst_rec || ratio < a->worst) {
+        a->worst = ratio;
+        a->worst_rec = num;
+    }
+}
+
+static void ratio_print(const ratio_acc *a)
+{
+    if (a->n)
+        printf(" %.2f |", exp(a->log_sum / a->n));
+    else
+        printf(" |");
+}
+
+/* Per (threads, family): tessel-packed and onednn-packed, their ratio, and
+ * what packing gained each library over its plain call on the same shapes. */
+static void packed_table(void)
+{
+    int tp = lib_named("tessel-packed"), dp = lib_named("onednn-packed");
+    int tessel = lib_named("tessel"), onednn = lib_named("onednn");
+    printf("\n## Pre-packed weights\n\n");
+    if (tp < 0 && dp < 0) {
+        printf("Not measured.\n");
+        return;
+    }
+    printf("Constant weights packed once outside the timing: tessel_sgemm_pack_b then "
+           "tessel_sgemm_packed; oneDNN's matmul primitive with weights in its chosen "
+           "(format_tag_any) layout, reordered once, primitive created per shape (per M). "
+           "Geometric mean GFLOP/s; ratios are per shape, then geometric-meaned; *worst "
+           "shape* is where tessel-packed / onednn-packed is lowest; the last two columns "
+           "compare each packed call with the same library's plain call "
+           "(tessel_sgemm, dnnl_sgemm).\n\n");
+    printf("| threads | family | shapes | tessel-packed | onednn-packed | "
+           "tessel-packed / onednn-packed | worst shape (ratio) | tessel-packed / tessel | "
+           "onednn-packed / onednn |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n");
+    int first_lib = tp >= 0 ? tp : dp;
+    for (int ti = 0; ti < nthreads; ti++) {
+        for (int fam = -1; fam < families.n; fam++) {
+            double lsum[2] = {0, 0};
+            int lcnt[2] = {0, 0}, shapes = 0;
+            ratio_acc vs_dnn = {0, 0, 0, NULL}, tp_gain = {0, 0, 0, NULL},
+                      dp_gain = {0, 0, 0, NULL};
+            for (size_t i = 0; i < nrecs; i++) {
+                const rec *r = &recs[i];
+                if (r->threads != threads[ti] || r->gflops <= 0 ||
+                    (r->lib != tp && r->lib != dp) || (fam >= 0 && r->family != fam))
+                    continue;
+                int k = r->lib == tp ? 0 : 1;
+                lsum[k] += log(r->gflops);
+                lcnt[k]++;
+                if (r->lib != first_lib)
+                    continue;
+                shapes++;
+                const rec *t = tp >= 0 ? find(r, tp) : NULL, *d = dp >= 0 ? find(r, dp) : NULL;
+                ratio_add(&vs_dnn, t, d);
+                ratio_add(&tp_gain, t, tessel >= 0 ? find(r, tessel) : NULL);
+                ratio_add(&dp_gain, d, onednn >= 0 ? find(r, onednn) : NULL);
+            }
+            if (shapes == 0)
+                continue;
+            /* the pooled line only when there is more than one family */
+            if (fam < 0) {
+                int fams = 0;
+                for (int f = 0; f < families.n; f++)
+                    for (size_t i = 0; i < nrecs; i++)
+                        if (recs[i].family == f && recs[i].lib == first_lib &&
+                            recs[i].threads == threads[ti]) {
+                            fams++;
+                            break;
+                        }
+                if (fams < 2)
+                    continue;
+            }
+            printf("| %d | %s | %d |", threads[ti], fam >= 0 ? families.names[fam] : "**all**",
+                   shapes);
+            for (int k = 0; k < 2; k++) {
+                if (lcnt[k])
+                    printf(" %.1f |", exp(lsum[k] / lcnt[k]));
+                else
+                    printf(" |");
+            }
+            ratio_print(&vs_dnn);
+            if (vs_dnn.worst_rec) {
+                char sh[96];
+                shape_str(vs_dnn.worst_rec, sh, sizeof sh);
+                printf(" %s %c%c (%.2f) |", sh, vs_dnn.worst_rec->ta, vs_dnn.worst_rec->tb,
+                       vs_dnn.worst);
+            } else {
+                printf(" |");
+            }
+            ratio_print(&tp_gain);
+            ratio_print(&dp_gain);
+            printf("\n");
+        }
+    }
+}
+
 static void summary_tables(void)
 {
     int tessel = -1, onednn = -1;
@@ -170,10 +300,12 @@ static void summary_tables(void)
            "*worst shape* is where tessel / best peer is lowest.\n\n");
     printf("| threads | family | shapes |");
     for (int l = 0; l < libs.n; l++)
-        printf(" %s |", libs.names[l]);
+        if (!is_packed(l))
+            printf(" %s |", libs.names[l]);
     printf(" tessel / best peer | tessel / onednn | worst shape (ratio) |\n|---|---|---:|");
     for (int l = 0; l < libs.n; l++)
-        printf("---:|");
+        if (!is_packed(l))
+            printf("---:|");
     printf("---:|---:|---|\n");
 
     for (int ti = 0; ti < nthreads; ti++) {
@@ -188,7 +320,7 @@ static void summary_tables(void)
             const rec *worst_rec = NULL;
             for (size_t i = 0; i < nrecs; i++) {
                 const rec *r = &recs[i];
-                if (r->threads != threads[ti] || r->gflops <= 0 ||
+                if (r->threads != threads[ti] || r->gflops <= 0 || is_packed(r->lib) ||
                     strcmp(families.names[r->family], overhead_family) == 0 ||
                     (fam >= 0 && r->family != fam))
                     continue;
@@ -201,7 +333,7 @@ static void summary_tables(void)
                     continue;
                 double best = 0;
                 for (int l = 0; l < libs.n; l++) {
-                    const rec *p = l == tessel ? NULL : find(r, l);
+                    const rec *p = l == tessel || is_packed(l) ? NULL : find(r, l);
                     if (p && p->gflops > best)
                         best = p->gflops;
                 }
@@ -225,6 +357,8 @@ static void summary_tables(void)
             printf("| %d | %s | %d |", threads[ti], fam >= 0 ? families.names[fam] : "**all**",
                    shapes);
             for (int l = 0; l < libs.n; l++) {
+                if (is_packed(l))
+                    continue;
                 if (lcnt[l])
                     printf(" %.1f |", exp(lsum[l] / lcnt[l]));
                 else
@@ -248,16 +382,20 @@ static void summary_tables(void)
         }
     }
 
+    packed_table();
+
     printf("\n## Call overhead\n\nMedian time from call to return, in microseconds, over "
            "many single calls on the same buffers. The batched problem is 12 matrices of "
            "5x5x64 (N,T): tessel's strided-batched call, oneDNN's matmul primitive "
            "execution, and a loop of single GEMMs for OpenBLAS and BLIS.\n\n");
     printf("| threads | problem |");
     for (int l = 0; l < libs.n; l++)
-        printf(" %s |", libs.names[l]);
+        if (!is_packed(l))
+            printf(" %s |", libs.names[l]);
     printf("\n|---|---|");
     for (int l = 0; l < libs.n; l++)
-        printf("---:|");
+        if (!is_packed(l))
+            printf("---:|");
     printf("\n");
     int any = 0;
     for (size_t i = 0; i < nrecs; i++) {
@@ -275,6 +413,8 @@ static void summary_tables(void)
         shape_str(r, s, sizeof s);
         printf("| %d | %s |", r->threads, s);
         for (int l = 0; l < libs.n; l++) {
+            if (is_packed(l))
+                continue;
             const rec *p = find(r, l);
             if (p)
                 printf(" %.2f |", p->seconds * 1e6);
@@ -288,7 +428,8 @@ static void summary_tables(void)
         printf("| | (not measured) |\n");
 
     printf("\n## Results that differ\n\nmax_rel_diff = max |C - C_tessel| / max |C_tessel|; "
-           "tessel's own row holds its smallest difference to any peer. Rows above %g:\n\n",
+           "tessel's own row holds its smallest difference to any peer (packed variants "
+           "aside); a -packed row is compared with plain tessel. Rows above %g:\n\n",
            REL_DIFF_WARN);
     int bad = 0;
     for (size_t i = 0; i < nrecs; i++) {

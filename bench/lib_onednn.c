@@ -9,11 +9,21 @@
  * threading when it is created, which is why the driver sets threads before
  * preparing. Written against the oneDNN 2.x C API (Debian bookworm ships
  * 2.6); 3.x changed how descriptors are created.
+ *
+ * The "onednn-packed" variant is oneDNN's pre-packed-weights path: a 2-D
+ * matmul primitive (src M x K, weights K x N, dst M x N) whose weights
+ * descriptor says dnnl_format_tag_any, so oneDNN chooses its own blocked
+ * layout. prepare creates the primitive, asks it for that layout, and
+ * reorders the plain B into it once with a reorder primitive; a timed run is
+ * the execution and dnnl_stream_wait. Without runtime dimensions a matmul
+ * primitive is made for one M, so each problem gets its own primitive (and
+ * its own weights layout), created outside the timing.
  */
 #include "bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -27,7 +37,8 @@ struct bench_call {
     bench_problem p;
     const float *A, *B;
     float *C;
-    /* Batched problems only. */
+    /* Batched problems and onednn-packed only; for onednn-packed, mem_b
+     * owns the reordered weights. */
     dnnl_primitive_t prim;
     dnnl_memory_t mem_a, mem_b, mem_c;
 };
@@ -167,23 +178,27 @@ static bench_call *onednn_prepare(const bench_problem *p, const float *A,
     return c;
 }
 
+/* One execution of a call's matmul primitive, then the stream wait. */
+static dnnl_status_t onednn_execute(bench_call *c)
+{
+    dnnl_exec_arg_t args[3] = {
+        {DNNL_ARG_SRC, c->mem_a},
+        {DNNL_ARG_WEIGHTS, c->mem_b},
+        {DNNL_ARG_DST, c->mem_c},
+    };
+    dnnl_status_t st = dnnl_primitive_execute(c->prim, g_stream, 3, args);
+    return st == dnnl_success ? dnnl_stream_wait(g_stream) : st;
+}
+
 static int onednn_run(bench_call *c, char *err, size_t errlen)
 {
     const bench_problem *p = &c->p;
     dnnl_status_t st;
-    if (!p->batched) {
+    if (!p->batched)
         st = dnnl_sgemm(p->transa, p->transb, p->M, p->N, p->K, 1.0f, c->A, p->lda,
                         c->B, p->ldb, 0.0f, c->C, p->ldc);
-    } else {
-        dnnl_exec_arg_t args[3] = {
-            {DNNL_ARG_SRC, c->mem_a},
-            {DNNL_ARG_WEIGHTS, c->mem_b},
-            {DNNL_ARG_DST, c->mem_c},
-        };
-        st = dnnl_primitive_execute(c->prim, g_stream, 3, args);
-        if (st == dnnl_success)
-            st = dnnl_stream_wait(g_stream);
-    }
+    else
+        st = onednn_execute(c);
     if (st != dnnl_success) {
         snprintf(err, errlen, "%s", dnnl_status2str(st));
         return -1;
@@ -197,5 +212,146 @@ const bench_lib bench_lib_onednn = {
     .set_threads = onednn_set_threads,
     .prepare = onednn_prepare,
     .run = onednn_run,
+    .release = onednn_release,
+};
+
+/* ---- onednn-packed ---- */
+
+static const char *onednn_packed_version(void)
+{
+    static char buf[192]; /* onednn_version() is at most 95 characters */
+    snprintf(buf, sizeof buf, "%s, matmul primitive per M, weights reordered once into "
+             "its format_tag_any layout", onednn_version());
+    return buf;
+}
+
+/* Reorders the plain weights in `from` into `to` (any layout), once. */
+static dnnl_status_t onednn_reorder(dnnl_memory_t from, dnnl_memory_t to)
+{
+    const dnnl_memory_desc_t *md_from, *md_to;
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_status_t st = dnnl_memory_get_memory_desc(from, &md_from);
+    if (st == dnnl_success)
+        st = dnnl_memory_get_memory_desc(to, &md_to);
+    if (st == dnnl_success)
+        st = dnnl_reorder_primitive_desc_create(&rpd, md_from, g_engine, md_to, g_engine,
+                                                NULL);
+    if (st == dnnl_success)
+        st = dnnl_primitive_create(&reorder, rpd);
+    if (st == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+        st = dnnl_primitive_execute(reorder, g_stream, 2, args);
+    }
+    if (st == dnnl_success)
+        st = dnnl_stream_wait(g_stream);
+    if (reorder)
+        dnnl_primitive_destroy(reorder);
+    if (rpd)
+        dnnl_primitive_desc_destroy(rpd);
+    return st;
+}
+
+static bench_call *onednn_packed_prepare(const bench_problem *p, const float *A,
+                                         const float *B, float *C, char *err, size_t errlen)
+{
+    if (p->batched || p->transb != 'N') {
+        snprintf(err, errlen, "packed path only for plain problems with transb N");
+        return NULL;
+    }
+    bench_call *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->p = *p;
+    c->A = A;
+    c->B = B;
+    c->C = C;
+    if (onednn_init_engine(err, errlen) != 0) {
+        onednn_release(c);
+        return NULL;
+    }
+    dnnl_dims_t dims_a = {p->M, p->K}, dims_b = {p->K, p->N}, dims_c = {p->M, p->N};
+    dnnl_dims_t strides_a = {p->transa == 'T' ? 1 : p->lda, p->transa == 'T' ? p->lda : 1};
+    dnnl_dims_t strides_b = {p->ldb, 1}, strides_c = {p->ldc, 1};
+    dnnl_memory_desc_t md_a, md_b_any, md_b_plain, md_b_packed, md_c;
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_memory_t plain_b = NULL;
+    memset(&md_b_packed, 0, sizeof md_b_packed);
+    const char *what = "memory descriptors";
+    dnnl_status_t st = dnnl_memory_desc_init_by_strides(&md_a, 2, dims_a, dnnl_f32, strides_a);
+    if (st == dnnl_success)
+        st = dnnl_memory_desc_init_by_tag(&md_b_any, 2, dims_b, dnnl_f32, dnnl_format_tag_any);
+    if (st == dnnl_success)
+        st = dnnl_memory_desc_init_by_strides(&md_b_plain, 2, dims_b, dnnl_f32, strides_b);
+    if (st == dnnl_success)
+        st = dnnl_memory_desc_init_by_strides(&md_c, 2, dims_c, dnnl_f32, strides_c);
+    if (st == dnnl_success) {
+        what = "matmul descriptor";
+        st = dnnl_matmul_desc_init(&desc, &md_a, &md_b_any, NULL, &md_c);
+    }
+    if (st == dnnl_success) {
+        what = "primitive descriptor";
+        st = dnnl_primitive_desc_create(&pd, &desc, NULL, g_engine, NULL);
+    }
+    if (st == dnnl_success) {
+        /* the layout oneDNN chose for the weights */
+        const dnnl_memory_desc_t *q = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        what = "weights layout query";
+        st = q ? dnnl_success : dnnl_runtime_error;
+        if (q)
+            md_b_packed = *q;
+    }
+    if (st == dnnl_success) {
+        what = "primitive";
+        st = dnnl_primitive_create(&c->prim, pd);
+    }
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (st == dnnl_success) {
+        what = "memory objects";
+        st = dnnl_memory_create(&c->mem_b, &md_b_packed, g_engine, DNNL_MEMORY_ALLOCATE);
+    }
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&plain_b, &md_b_plain, g_engine, (void *)(uintptr_t)B);
+    if (st == dnnl_success) {
+        what = "weights reorder";
+        st = onednn_reorder(plain_b, c->mem_b);
+    }
+    if (plain_b)
+        dnnl_memory_destroy(plain_b);
+    if (st == dnnl_success) {
+        what = "memory objects";
+        st = dnnl_memory_create(&c->mem_a, &md_a, g_engine, (void *)(uintptr_t)A);
+    }
+    if (st == dnnl_success)
+        st = dnnl_memory_create(&c->mem_c, &md_c, g_engine, C);
+    if (st != dnnl_success) {
+        snprintf(err, errlen, "packed matmul %s: %s", what, dnnl_status2str(st));
+        onednn_release(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int onednn_packed_run(bench_call *c, char *err, size_t errlen)
+{
+    dnnl_status_t st = onednn_execute(c);
+    if (st != dnnl_success) {
+        snprintf(err, errlen, "%s", dnnl_status2str(st));
+        return -1;
+    }
+    return 0;
+}
+
+const bench_lib bench_lib_onednn_packed = {
+    .name = "onednn-packed",
+    .packed = 1,
+    .version = onednn_packed_version,
+    .set_threads = onednn_set_threads,
+    .prepare = onednn_packed_prepare,
+    .run = onednn_packed_run,
     .release = onednn_release,
 };

@@ -5,6 +5,10 @@
  * tessel plans on the first call for a shape and caches the plan; the
  * driver's warm-up call pays for that, so timed calls measure the cached
  * path, as a long-running application would see it.
+ *
+ * The "tessel-packed" variant packs B once with tessel_sgemm_pack_b when the
+ * call is prepared (not timed) and times tessel_sgemm_packed, the path of an
+ * inference runtime whose weights are constant. Both share the context.
  */
 #include "bench.h"
 
@@ -17,6 +21,7 @@ struct bench_call {
     bench_problem p;
     const float *A, *B;
     float *C;
+    tessel_packed_b *packed; /* tessel-packed only */
 };
 
 static tessel_ctx *g_ctx;
@@ -26,8 +31,12 @@ static const char *tessel_version(void)
     return "tessel (this tree)";
 }
 
+/* Both variants call this in turn with the same count: the context is only
+ * rebuilt when the count changes. */
 static int tessel_set_threads(int threads)
 {
+    if (g_ctx && tessel_ctx_threads(g_ctx) == threads)
+        return 0;
     if (g_ctx) {
         tessel_ctx_destroy(g_ctx);
         g_ctx = NULL;
@@ -53,6 +62,7 @@ static bench_call *tessel_prepare(const bench_problem *p, const float *A,
     c->A = A;
     c->B = B;
     c->C = C;
+    c->packed = NULL;
     return c;
 }
 
@@ -77,8 +87,60 @@ static int tessel_run(bench_call *c, char *err, size_t errlen)
 
 static void tessel_release(bench_call *c)
 {
+    if (c && c->packed)
+        tessel_packed_destroy(c->packed);
     free(c);
 }
+
+/* ---- tessel-packed ---- */
+
+static const char *tessel_packed_version(void)
+{
+    return "tessel (this tree), tessel_sgemm_pack_b once, then tessel_sgemm_packed";
+}
+
+static bench_call *tessel_packed_prepare(const bench_problem *p, const float *A,
+                                         const float *B, float *C, char *err, size_t errlen)
+{
+    if (p->batched) {
+        snprintf(err, errlen, "no packed path for batched problems");
+        return NULL;
+    }
+    bench_call *c = tessel_prepare(p, A, B, C, err, errlen);
+    if (!c)
+        return NULL;
+    tessel_status st = tessel_sgemm_pack_b(g_ctx, p->transb, p->K, p->N, B, p->ldb,
+                                           &c->packed);
+    if (st != TESSEL_OK) {
+        snprintf(err, errlen, "tessel_sgemm_pack_b: %s: %s", tessel_status_str(st),
+                 tessel_last_error());
+        tessel_release(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int tessel_packed_run(bench_call *c, char *err, size_t errlen)
+{
+    const bench_problem *p = &c->p;
+    tessel_status st = tessel_sgemm_packed(g_ctx, p->transa, p->M, c->A, p->lda, c->packed,
+                                           1.0f, 0.0f, c->C, p->ldc);
+    if (st != TESSEL_OK) {
+        snprintf(err, errlen, "%s: %s", tessel_status_str(st), tessel_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+const bench_lib bench_lib_tessel_packed = {
+    .name = "tessel-packed",
+    .packed = 1,
+    .version = tessel_packed_version,
+    .set_threads = tessel_set_threads,
+    .prepare = tessel_packed_prepare,
+    .run = tessel_packed_run,
+    .release = tessel_release,
+};
 
 const bench_lib bench_lib_tessel = {
     .name = "tessel",
