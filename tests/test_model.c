@@ -13,15 +13,14 @@
 /* Hand computation, zen4 preset (AVX-512: 16 floats, 32 registers; L1 32 KiB
  * 8-way 64 B lines = 64 sets; L2 1 MiB 8-way = 2048 sets, 131072 B a way;
  * L3 32 MiB 16-way shared by 16; FMA latency 4, 1 FMA per cycle):
- *  - rule 1: mr * nv >= 4;
- *  - rule 2, FMAs per load mr nv / (mr + nv) within mr nv + nv + 1 <= 32:
- *    nv 1: mr 16 -> 0.94; nv 2: mr 14 -> 1.75; nv 3: mr 9 -> 2.25;
- *    nv 4: mr 6 -> 2.4. Winner 6 x 64 (rule 3 leaves B floor(7/1.09) = 6 ways).
- *  - rule 3: C_B = 6; kc = 6 * 64 * 64 / (64 * 4) = 96;
- *  - rule 4: the A micro-panel 6 * 96 * 4 = 2304 B takes one L2 way, B gets
- *    8 - 1 - 1 = 6: nc = 6 * 131072 / (96 * 4) = 2048 (64 | 2048);
- *  - mc: L3 share 2 MiB less one way of 16 = 1966080 B / (96 * 4) = 5120
- *    -> 5118 (6 | mc). */
+ *  - rule 1: mr * nv >= 4; load ports: (mr + nv) <= 2 mr nv, all pass;
+ *  - rule 2, most accumulators within mr nv + nv + 1 <= 32: 14 x 2 = 28
+ *    (9 x 3 = 27, 6 x 4 = 24, 16 x 1 = 16). Winner 14 x 32.
+ *  - rule 3: C_B = floor(7 / (1 + 14 / 32)) = 4; kc = 4 * 64 * 64 / (32 * 4) = 128;
+ *  - rule 4: the A micro-panel 14 * 128 * 4 = 7168 B takes one L2 way, B
+ *    gets 8 - 1 - 1 = 6: nc = 6 * 131072 / (128 * 4) = 1536 (32 | 1536);
+ *  - mc: L3 share 2 MiB less one way of 16 = 1966080 B / (128 * 4) = 3840
+ *    -> 3836 (14 | mc). */
 static void zen4_by_hand(void)
 {
     hw_profile hw;
@@ -29,21 +28,23 @@ static void zen4_by_hand(void)
     const hw_cache *l1 = hw_data_cache(&hw, 1);
     CHECK(model_l1_ways_for_b(8, 6, 64) == 6, "C_B for 6x64 on 8 ways");
     CHECK(model_l1_ways_for_b(8, 14, 32) == 4, "C_B for 14x32 on 8 ways");
-    CHECK(model_l1_ways_for_b(12, 9, 48) == 9, "C_B for 9x48 on 12 ways");
+    CHECK(model_l1_ways_for_b(12, 14, 32) == 7, "C_B for 14x32 on 12 ways");
     CHECK(model_kc(l1, 6, 64) == 96, "kc 6x64 = %lld", (long long)model_kc(l1, 6, 64));
     CHECK(model_kc(l1, 14, 32) == 128, "kc 14x32 = %lld", (long long)model_kc(l1, 14, 32));
     CHECK(model_registers(14, 2) == 31 && model_registers(9, 3) == 31, "register counts");
     CHECK(model_hides_latency(1, 4, 4, 1) && !model_hides_latency(1, 3, 4, 1), "latency rule");
+    CHECK(model_fits_load_ports(6, 2, 2, 2) && !model_fits_load_ports(14, 1, 2, 2),
+          "load-port rule: 6x2 fits two ports at 2 FMAs a cycle, 14x1 does not");
     CHECK(model_tile_cycles(9, 3, 4, 1, 2) == 27.0, "9x3 tile: FMA-bound 27 cycles");
     CHECK(model_tile_cycles(1, 1, 4, 1, 2) == 4.0, "1x1 tile: latency-bound 4 cycles");
 
 #if defined(__x86_64__)
     plan_model m;
     CHECK(plan_model_init(&m, &hw) == 0, "zen4 model builds");
-    CHECK(m.mr == 6 && m.nv == 4 && m.nr == 64, "zen4 tile %dx%d", m.mr, m.nr);
-    CHECK(m.kc == 96, "zen4 kc %lld", (long long)m.kc);
-    CHECK(m.nc == 2048, "zen4 nc %lld", (long long)m.nc);
-    CHECK(m.mc == 5118, "zen4 mc %lld", (long long)m.mc);
+    CHECK(m.mr == 14 && m.nv == 2 && m.nr == 32, "zen4 tile %dx%d", m.mr, m.nr);
+    CHECK(m.kc == 128, "zen4 kc %lld", (long long)m.kc);
+    CHECK(m.nc == 1536, "zen4 nc %lld", (long long)m.nc);
+    CHECK(m.mc == 3836, "zen4 mc %lld", (long long)m.mc);
     /* Dot tile: 32 registers allow mr * nj + mr + nj <= 32; rule 1 wants
      * mr * nj >= 4; FMAs per load mr nj / (mr + nj) peaks at 4 x 5 (2.22). */
     CHECK(m.dot_mr == 4 && m.dot_nj == 5, "zen4 dot tile %dx%d", m.dot_mr, m.dot_nj);
@@ -53,14 +54,14 @@ static void zen4_by_hand(void)
 /* Hand computation, avx2-16 preset (8 floats, 16 registers; L1 32 KiB
  * 8-way = 64 sets; L2 256 KiB 4-way, 65536 B a way; L3 8 MiB 16-way
  * shared by 8; FMA latency 5, 2 FMAs per cycle):
- *  - rule 1: mr * nv >= 10;
- *  - nv 1: mr 14 (16 registers) -> 14/15 = 0.93; nv 2: mr 5..6 -> 6: 1.5;
- *    nv 3: mr 4 (4*3+3+1 = 16) -> 12/7 = 1.71; nv 4: mr <= 2 misses rule 1.
- *    Winner 4 x 24.
- *  - rule 3: C_B = floor(7 / (1 + 4 / 24)) = 6; kc = 6 * 64 * 64 / (24 * 4) = 256;
- *  - rule 4: the A micro-panel 4 * 256 * 4 = 4096 B takes one L2 way, B
- *    gets 4 - 1 - 1 = 2: nc = 2 * 65536 / (256 * 4) = 128 -> 120 (24 | nc);
- *  - mc: share 1 MiB less 1/16 = 983040 B / 1024 = 960 (4 | 960). */
+ *  - rule 1: mr * nv >= 10; load ports: (mr + nv) * 2 <= 2 mr nv rules out
+ *    14 x 1 (30 > 28);
+ *  - most accumulators within 16 registers: 6 x 2 and 4 x 3, 12 each; the
+ *    taller wins: 6 x 16.
+ *  - rule 3: C_B = floor(7 / (1 + 6 / 16)) = 5; kc = 5 * 64 * 64 / (16 * 4) = 320;
+ *  - rule 4: the A micro-panel 6 * 320 * 4 = 7680 B takes one L2 way, B
+ *    gets 4 - 1 - 1 = 2: nc = 2 * 65536 / (320 * 4) = 102 -> 96 (16 | nc);
+ *  - mc: share 1 MiB less 1/16 = 983040 B / 1280 = 768 (6 | 768). */
 static void avx2_by_hand(void)
 {
     hw_profile hw;
@@ -70,10 +71,10 @@ static void avx2_by_hand(void)
 #if defined(__x86_64__)
     plan_model m;
     CHECK(plan_model_init(&m, &hw) == 0, "avx2-16 model builds");
-    CHECK(m.mr == 4 && m.nv == 3 && m.nr == 24, "avx2-16 tile %dx%d", m.mr, m.nr);
-    CHECK(m.kc == 256, "avx2-16 kc %lld", (long long)m.kc);
-    CHECK(m.nc == 120, "avx2-16 nc %lld", (long long)m.nc);
-    CHECK(m.mc == 960, "avx2-16 mc %lld", (long long)m.mc);
+    CHECK(m.mr == 6 && m.nv == 2 && m.nr == 16, "avx2-16 tile %dx%d", m.mr, m.nr);
+    CHECK(m.kc == 320, "avx2-16 kc %lld", (long long)m.kc);
+    CHECK(m.nc == 96, "avx2-16 nc %lld", (long long)m.nc);
+    CHECK(m.mc == 768, "avx2-16 mc %lld", (long long)m.mc);
     /* Dot tile: 16 registers fit at most 9 accumulators (3 x 3), short of
      * the 10 chains rule 1 wants, so the most accumulators win: 3 x 3. */
     CHECK(m.dot_mr == 3 && m.dot_nj == 3, "avx2-16 dot tile %dx%d", m.dot_mr, m.dot_nj);

@@ -25,6 +25,10 @@ enum {
 /* Registers a (mr, nv) tile needs: accumulators, B vectors, one broadcast. */
 int model_registers(int mr, int nv);
 
+/* Rule 2's load-port bound: the mr broadcasts and nv B loads of a k step
+ * issue within the time its mr * nv FMAs take. */
+bool model_fits_load_ports(int mr, int nv, double fma_per_cycle, double loads_per_cycle);
+
 /* Rule 1, FMA latency: enough independent accumulators to keep every
  * FMA pipe busy, mr * nv >= latency * issue width. */
 bool model_hides_latency(int mr, int nv, double fma_latency, double fma_per_cycle);
