@@ -22,6 +22,8 @@ static const int64_t DOT_MAX_M = 16;
  * hundred cycles or more where a small tile's k step takes a few. */
 static const int PACKED_PREFETCH_BYTES = 1024;
 static const int IN_PLACE_PREFETCH_ROWS = 16;
+/* The extra time of reading B in place over packed panels (measured). */
+static const double IN_PLACE_PENALTY = 0.07;
 
 static void add_run(gemm_plan *p, int mr, int64_t count)
 {
@@ -216,19 +218,29 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
      * worth packing. */
     p->pack_a = s->transa && !small_m;
     p->kc = s->prepacked_kc > 0 ? s->prepacked_kc : plan_kc(m, s->K);
-    /* B is read in place when its rows are contiguous (op(B) = B) and
-     * either few row tiles read it or its kc x nc block stays in half the
-     * L2 even with the rows far apart: then copying it costs more than it
-     * saves (bert-base 64x768x768 at 1 thread: 121 -> 148 GF/s). A wider
-     * block streams better packed (128x3072x768: 119 packed, 109 not).
-     * Packed weights are already in panels. */
-    int64_t b_block_bytes = p->kc * (s->N < m->nc ? s->N : m->nc) * (int64_t)sizeof(float);
-    bool b_in_place = !s->transb && (small_m || 2 * b_block_bytes <= m->l2_bytes);
-    p->pack_b = s->prepacked_kc > 0 || !b_in_place;
-    p->b_prefetch = p->pack_b ? PACKED_PREFETCH_BYTES / (p->nr * (int)sizeof(float)) + 1
-                              : IN_PLACE_PREFETCH_ROWS;
     p->mc = m->mc;
     p->nc = m->nc;
+    /* B with contiguous rows (op(B) = B) is read in place, its kc x nc
+     * block capped to half the L2 since its rows lie far apart, unless
+     * copying it is cheap next to the product: the copy moves 8 bytes per
+     * element of B, the product does 2 M flops per element, so its share
+     * of the time is 4 peak / (M * pack bandwidth). Reading in place cost
+     * about 7% against packed panels where both were measured (1296x3072x768:
+     * 142 against 153 GF/s), while copying cost 25% at M = 128
+     * (128x3072x768: 89-131 packed, 112-146 in place). Packed weights are
+     * already in panels. */
+    double peak_flops = m->cycles_per_second * m->hw.fma_per_cycle * 2.0 * m->vec;
+    double copy_share = 4.0 * peak_flops / ((double)s->M * m->pack_bytes_per_second);
+    bool b_in_place = !s->transb && (small_m || copy_share > IN_PLACE_PENALTY);
+    p->pack_b = s->prepacked_kc > 0 || !b_in_place;
+    if (!p->pack_b) {
+        int64_t half_l2_cols = m->l2_bytes / 2 / (p->kc * (int64_t)sizeof(float));
+        half_l2_cols -= half_l2_cols % p->nr;
+        if (half_l2_cols >= p->nr && half_l2_cols < p->nc)
+            p->nc = half_l2_cols;
+    }
+    p->b_prefetch = p->pack_b ? PACKED_PREFETCH_BYTES / (p->nr * (int)sizeof(float)) + 1
+                              : IN_PLACE_PREFETCH_ROWS;
 
     /* Threads: try both splits, keep the one predicted to end first. A
      * split along M packs all of B in every thread; along N, all of A. */
