@@ -57,6 +57,7 @@ static const struct {
     {"packed", suite_packed},
     {"bad_input", suite_bad_input},
     {"concurrency", suite_concurrency},
+    {"pool", suite_pool},
 };
 
 int main(int argc, char **argv)

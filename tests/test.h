@@ -31,5 +31,6 @@ void suite_gemm(void);
 void suite_packed(void);
 void suite_bad_input(void);
 void suite_concurrency(void);
+void suite_pool(void);
 
 #endif /* TESSEL_TEST_H */

@@ -39,17 +39,15 @@ struct rt_pool {
     atomic_int tasks_done;
 };
 
-/* Takes tasks until none are left; returns whether this thread ended the
- * last one. */
-static bool work(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
+/* Takes tasks until none are left. */
+static void work(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
 {
-    bool ended_last = false;
     for (;;) {
         int t = atomic_fetch_add(&p->next_task, 1);
         if (t >= ntasks)
-            return ended_last;
+            return;
         fn(arg, t, ntasks);
-        ended_last = atomic_fetch_add(&p->tasks_done, 1) + 1 == ntasks;
+        atomic_fetch_add(&p->tasks_done, 1);
     }
 }
 
@@ -177,6 +175,13 @@ void rt_pool_run(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
         return;
     }
     pthread_mutex_lock(&p->lock);
+    /* A worker can join a run after the caller saw every task end (it
+     * noticed the new generation just then); it finds no task left and
+     * leaves. The counters are reset only once it has, else its last
+     * fetch of a task number would take one of this run's with the last
+     * run's function. */
+    while (p->active > 0)
+        pthread_cond_wait(&p->finished, &p->lock);
     p->fn = fn;
     p->arg = arg;
     p->ntasks = ntasks;
