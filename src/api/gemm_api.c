@@ -231,11 +231,13 @@ tessel_status tessel_sgemm_packed_epilogue(tessel_ctx *ctx, char transa, int64_t
         if (epilogue->activation < TESSEL_ACT_NONE || epilogue->activation > TESSEL_ACT_GELU_ERF)
             return api_fail(TESSEL_ERR_BAD_ARG, "unknown activation %d",
                             (int)epilogue->activation);
-        matrix_arg bias = {"bias", epilogue->bias, 1, N, N > 1 ? N : 1, 0, 0};
-        if (epilogue->bias && (s = check_matrix(&bias, 1)) == TESSEL_OK && overlaps(&c, &bias))
-            return api_fail(TESSEL_ERR_ALIAS, "C overlaps the bias");
-        if (s)
-            return s;
+        if (epilogue->bias) {
+            matrix_arg bias = {"bias", epilogue->bias, 1, N, N > 1 ? N : 1, 0, 0};
+            if ((s = check_matrix(&bias, 1)))
+                return s;
+            if (overlaps(&c, &bias))
+                return api_fail(TESSEL_ERR_ALIAS, "C overlaps the bias");
+        }
     }
     gemm_call call = {
         .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
