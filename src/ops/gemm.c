@@ -3,9 +3,14 @@
  * around the ukernels, executing a plan.
  *
  *   for jc in N by nc:            (this thread's columns)
- *     for pc in K by kc:          pack B[pc.., jc..]: kc x nc, stays in L2
- *       for ic in M by ~mc:       pack A's row tiles (heights from the plan)
+ *     for pc in K by kc:          B[pc.., jc..]: kc x nc, stays in L2 (packed
+ *                                 into panels, or read in place, per the plan)
+ *       for ic in M by ~mc:       row tiles of the plan's heights (A packed
+ *                                 only when transposed)
  *         for ir: for jr:         ukernel(tile ir, panel jr)
+ *
+ * Small M with B transposed runs dot-product tiles instead (run_dot_share),
+ * reading both operands in place.
  *
  * The A micro-panel of tile ir stays in L1 while the B micro-panels stream
  * past it, so each tile writes C along its rows, where hardware prefetchers
