@@ -20,7 +20,6 @@
 #include "runtime/runtime.h"
 
 struct rt_pool {
-    int nthreads;
     pthread_t *workers;
     int nworkers;
 
@@ -115,18 +114,18 @@ rt_pool *rt_pool_create(int nthreads)
     rt_pool *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    p->nthreads = nthreads < 1 ? 1 : nthreads;
+    int threads = nthreads < 1 ? 1 : nthreads;
     pthread_mutex_init(&p->run_lock, NULL);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->finished, NULL);
-    if (p->nthreads > 1) {
-        p->workers = calloc((size_t)p->nthreads - 1, sizeof *p->workers);
+    if (threads > 1) {
+        p->workers = calloc((size_t)threads - 1, sizeof *p->workers);
         if (!p->workers) {
             rt_pool_destroy(p);
             return NULL;
         }
-        for (int i = 0; i < p->nthreads - 1; i++) {
+        for (int i = 0; i < threads - 1; i++) {
             if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0) {
                 rt_pool_destroy(p);
                 return NULL;
@@ -153,11 +152,6 @@ void rt_pool_destroy(rt_pool *p)
     pthread_mutex_destroy(&p->lock);
     pthread_mutex_destroy(&p->run_lock);
     free(p);
-}
-
-int rt_pool_threads(const rt_pool *p)
-{
-    return p->nthreads;
 }
 
 static void run_on_caller(rt_task_fn fn, void *arg, int ntasks)

@@ -16,7 +16,6 @@ typedef void (*rt_task_fn)(void *arg, int task, int ntasks);
  * (so nthreads - 1 workers are started). NULL if threads could not start. */
 rt_pool *rt_pool_create(int nthreads);
 void rt_pool_destroy(rt_pool *pool);
-int rt_pool_threads(const rt_pool *pool);
 
 /* Runs fn(arg, t, ntasks) for every t in [0, ntasks) and returns when all
  * have ended. The calling thread works too. If another caller is using the
