@@ -1,4 +1,5 @@
-# tessel build. Plain GNU make, nothing downloaded: gcc or clang, make, libc.
+# tessel build. Plain GNU make, nothing downloaded: gcc or clang, make, libc and
+# SQLite (libsqlite3-dev, on a fresh Debian machine).
 #
 #   make            library (build/libtessel.a, .so), CLI (build/tessel), tessel.pc
 #   make test       builds and runs the test suite
@@ -20,7 +21,7 @@ VERSION := 0.1.0
 
 CFLAGS_COMMON := -std=c11 $(OPT) -g -Wall -Wextra -Werror -fPIC -pthread \
                  -D_GNU_SOURCE -Iinclude -Isrc $(SAN) $(EXTRA_CFLAGS)
-LDLIBS  := -lm -pthread
+LDLIBS  := -lsqlite3 -lm -pthread
 
 # Each ISA class of ukernels and probe loops is compiled with its own target
 # flags and chosen at run time, so one binary runs on any x86-64. Files are
@@ -43,7 +44,7 @@ TEST_SRC  := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 HEADERS   := $(wildcard include/*.h src/*/*.h tests/*.h tools/*.h)
 
-.PHONY: all test demo bench install clean test-arm
+.PHONY: all test demo bench bench-plan install clean test-arm
 all: $(BUILD)/libtessel.a $(BUILD)/libtessel.so $(BUILD)/tessel $(BUILD)/tessel.pc
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -71,7 +72,7 @@ $(BUILD)/tessel_tests: $(TEST_OBJ) $(BUILD)/libtessel.a
 
 $(BUILD)/tessel.pc: Makefile
 	@mkdir -p $(BUILD)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: tessel\nDescription: fast tensor operators for dynamic shapes\nVersion: %s\nLibs: -L$${libdir} -ltessel\nLibs.private: -lm -pthread\nCflags: -I$${includedir}\n' \
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: tessel\nDescription: fast tensor operators for dynamic shapes\nVersion: %s\nLibs: -L$${libdir} -ltessel\nLibs.private: -lsqlite3 -lm -pthread\nCflags: -I$${includedir}\n' \
 	  '$(PREFIX)' '$(VERSION)' > $@
 
 test: $(BUILD)/tessel_tests $(BUILD)/tessel
@@ -87,6 +88,13 @@ demo: all
 
 bench: all
 	bench/run
+
+# Micro-benchmark of planning and the plan cache (bench/README.md, "Plan
+# cache"): prints a table, writes nothing. PLAN_BENCH_ARGS="--threads 1".
+bench-plan: $(BUILD)/libtessel.a
+	@mkdir -p $(BUILD)/bench
+	$(CC) $(CFLAGS_COMMON) -o $(BUILD)/bench/plan_bench bench/plan_bench.c $(BUILD)/libtessel.a $(LDLIBS)
+	$(BUILD)/bench/plan_bench $(PLAN_BENCH_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

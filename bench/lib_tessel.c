@@ -42,7 +42,7 @@ static int tessel_set_threads(int threads)
         g_ctx = NULL;
     }
     tessel_status st = tessel_ctx_create(&g_ctx, threads);
-    if (st != TESSEL_OK) {
+    if (TESSEL_IS_ERROR(st)) {
         fprintf(stderr, "tessel_ctx_create(%d): %s: %s\n", threads,
                 tessel_status_str(st), tessel_last_error());
         return -1;
@@ -78,7 +78,7 @@ static int tessel_run(bench_call *c, char *err, size_t errlen)
     else
         st = tessel_sgemm(g_ctx, p->transa, p->transb, p->M, p->N, p->K,
                           1.0f, c->A, p->lda, c->B, p->ldb, 0.0f, c->C, p->ldc);
-    if (st != TESSEL_OK) {
+    if (TESSEL_IS_ERROR(st)) {
         snprintf(err, errlen, "%s: %s", tessel_status_str(st), tessel_last_error());
         return -1;
     }
@@ -111,7 +111,7 @@ static bench_call *tessel_packed_prepare(const bench_problem *p, const float *A,
         return NULL;
     tessel_status st = tessel_sgemm_pack_b(g_ctx, p->transb, p->K, p->N, B, p->ldb,
                                            &c->packed);
-    if (st != TESSEL_OK) {
+    if (TESSEL_IS_ERROR(st)) {
         snprintf(err, errlen, "tessel_sgemm_pack_b: %s: %s", tessel_status_str(st),
                  tessel_last_error());
         tessel_release(c);
@@ -125,7 +125,7 @@ static int tessel_packed_run(bench_call *c, char *err, size_t errlen)
     const bench_problem *p = &c->p;
     tessel_status st = tessel_sgemm_packed(g_ctx, p->transa, p->M, c->A, p->lda, c->packed,
                                            1.0f, 0.0f, c->C, p->ldc);
-    if (st != TESSEL_OK) {
+    if (TESSEL_IS_ERROR(st)) {
         snprintf(err, errlen, "%s: %s", tessel_status_str(st), tessel_last_error());
         return -1;
     }

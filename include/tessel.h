@@ -27,8 +27,15 @@ typedef enum tessel_status {
     TESSEL_ERR_NULL = 5,         /* a NULL pointer where a non-empty matrix is needed */
     TESSEL_ERR_ALIAS = 6,        /* the output overlaps an input, or batch outputs overlap */
     TESSEL_ERR_NO_MEMORY = 7,    /* an allocation failed; nothing was written */
-    TESSEL_ERR_INTERNAL = 8      /* a bug in tessel: please report it with tessel_last_error() */
+    TESSEL_ERR_INTERNAL = 8,     /* a bug in tessel: please report it with tessel_last_error() */
+    /* Warnings: the call did its job, with a fallback worth knowing about.
+     * tessel_last_error() says what happened. */
+    TESSEL_WARN_DB = 100         /* the tuning database is missing, corrupt, locked or
+                                    unreadable: plans come from the analytic model */
 } tessel_status;
+
+/* Whether a status is a failure (not OK and not a warning). */
+#define TESSEL_IS_ERROR(status) ((status) != TESSEL_OK && (status) < TESSEL_WARN_DB)
 
 /* A context owns the thread pool, the hardware profile and the planner
  * state. A context may be shared by any number of threads. */
@@ -39,7 +46,14 @@ typedef struct tessel_ctx tessel_ctx;
  * set, else every core the process may run on (its affinity mask). When
  * the caller already runs its own threads, give each of them a context of
  * one thread, or share one context: calls that find its pool busy run on
- * the calling thread alone rather than oversubscribing the cores. */
+ * the calling thread alone rather than oversubscribing the cores.
+ *
+ * The context reads this machine's calibrated cost model and tuned plans
+ * from the tuning database (`tessel tune` writes them; TESSEL_DB names the
+ * file, TESSEL_DB=off means none). If the database is missing, corrupt,
+ * locked or unreadable, the context is still created, plans come from the
+ * analytic model, and the status is TESSEL_WARN_DB with the reason in
+ * tessel_last_error(). Test with TESSEL_IS_ERROR(), not != TESSEL_OK. */
 tessel_status tessel_ctx_create(tessel_ctx **ctx, int num_threads);
 void tessel_ctx_destroy(tessel_ctx *ctx);
 

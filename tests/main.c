@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test.h"
@@ -52,16 +53,23 @@ static const struct {
     {"ref", suite_ref},
     {"hw", suite_hw},
     {"model", suite_model},
+    {"candidates", suite_candidates},
     {"kernels", suite_kernels},
     {"gemm", suite_gemm},
     {"packed", suite_packed},
     {"bad_input", suite_bad_input},
     {"concurrency", suite_concurrency},
     {"pool", suite_pool},
+    {"tune", suite_tune},
+    {"plan_cache", suite_plan_cache},
+    {"db", suite_db},
 };
 
 int main(int argc, char **argv)
 {
+    /* Plan from the analytic model whatever a user of this machine has
+     * tuned; the suites that test the database set TESSEL_DB themselves. */
+    setenv("TESSEL_DB", "off", 1);
     for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++) {
         bool wanted = argc < 2;
         for (int a = 1; a < argc; a++)

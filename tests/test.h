@@ -26,11 +26,15 @@ float test_rng_float(test_rng *r);                           /* [-1, 1) */
 void suite_ref(void);
 void suite_hw(void);
 void suite_model(void);
+void suite_candidates(void);
 void suite_kernels(void);
 void suite_gemm(void);
 void suite_packed(void);
 void suite_bad_input(void);
 void suite_concurrency(void);
 void suite_pool(void);
+void suite_tune(void);
+void suite_plan_cache(void);
+void suite_db(void);
 
 #endif /* TESSEL_TEST_H */

@@ -58,6 +58,16 @@ int cli_parse_float(const char *text, float *out)
     return 0;
 }
 
+int cli_context(tessel_ctx **ctx, int threads, int quiet)
+{
+    tessel_status s = tessel_ctx_create(ctx, threads);
+    if (TESSEL_IS_ERROR(s))
+        return cli_library_error(s);
+    if (s != TESSEL_OK && !quiet)
+        fprintf(stderr, "tessel: warning: %s\n", tessel_last_error());
+    return CLI_OK;
+}
+
 int cli_take_value(int argc, char **argv, int *i, const char *name, const char **value)
 {
     const char *arg = argv[*i];

@@ -20,6 +20,8 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 /* Subcommands: argv[0] is the subcommand's name. Each returns an exit code. */
 int cmd_probe(int argc, char **argv);
 int cmd_gemm(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* Prints "tessel <cmd>: <message>" and the usage line to stderr and returns
  * CLI_USAGE, so a parser can `return cli_usage_error(...)`. */
@@ -29,6 +31,11 @@ int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 /* Prints "tessel: <status_str>: <tessel_last_error()>" to stderr and
  * returns CLI_FAIL. */
 int cli_library_error(tessel_status status);
+
+/* Creates a context of `threads` threads; a warning (the tuning database
+ * could not be used) is printed to stderr unless quiet, and is not a
+ * failure. Returns CLI_OK, or the failure's exit code after printing it. */
+int cli_context(tessel_ctx **ctx, int threads, int quiet);
 
 /* Parses all of `text` as a decimal integer in [min, max]; 0 on success,
  * -1 if it is not a number, has trailing characters, or is out of range. */

@@ -292,9 +292,9 @@ int cmd_gemm(int argc, char **argv)
     int64_t lda = a_cols > 1 ? a_cols : 1, ldb = b_cols > 1 ? b_cols : 1, ldc = N > 1 ? N : 1;
 
     tessel_ctx *ctx = NULL;
-    tessel_status s = tessel_ctx_create(&ctx, g.threads);
-    if (s != TESSEL_OK)
-        return cli_library_error(s);
+    rc = cli_context(&ctx, g.threads, g.csv);
+    if (rc != CLI_OK)
+        return rc;
 
     float *A = alloc_matrix(a_rows, a_cols), *B = alloc_matrix(b_rows, b_cols);
     float *C = alloc_matrix(M, N), *C0 = alloc_matrix(M, N);
@@ -318,7 +318,7 @@ int cmd_gemm(int argc, char **argv)
 
     /* The warm-up plans the shape and fills the library's buffer cache;
      * the next call, timed, tells how many fit in the target time. */
-    s = tessel_sgemm(ctx, g.transa, g.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C, ldc);
+    tessel_status s = tessel_sgemm(ctx, g.transa, g.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C, ldc);
     double t0 = cli_now();
     if (s == TESSEL_OK)
         s = tessel_sgemm(ctx, g.transa, g.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,

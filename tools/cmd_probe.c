@@ -178,9 +178,9 @@ int cmd_probe(int argc, char **argv)
     /* The model comes from a real context, so it is exactly what gemm
      * calls plan with (the context's profile is the quick default one). */
     tessel_ctx *ctx;
-    tessel_status s = tessel_ctx_create(&ctx, 0);
-    if (s != TESSEL_OK)
-        return cli_library_error(s);
+    int rc = cli_context(&ctx, 0, json);
+    if (rc != CLI_OK)
+        return rc;
     const plan_model *m = api_ctx_model(ctx);
     if (json)
         print_json(&p, m, tessel_ctx_threads(ctx));

@@ -18,6 +18,8 @@ typedef struct subcommand {
 static const subcommand subcommands[] = {
     {"probe", cmd_probe, "measure this machine and show the model's blocking"},
     {"gemm", cmd_gemm, "time (and check) one SGEMM shape"},
+    {"explain", cmd_explain, "show the candidates, plan and tessellation of one shape"},
+    {"tune", cmd_tune, "calibrate the cost model, transfer it, or tune shapes"},
 };
 enum { NSUBCOMMANDS = sizeof subcommands / sizeof subcommands[0] };
 

@@ -1,6 +1,7 @@
 /*
- * api.h - internals of the API glue: the context, the thread-local error
- * message, and argument checks shared by the entry points.
+ * api.h - internals of the API glue: the context (with its plan cache), the
+ * thread-local error message, and argument checks shared by the entry
+ * points.
  */
 #ifndef TESSEL_API_H
 #define TESSEL_API_H
@@ -8,16 +9,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/plan_cache.h"
 #include "ops/ops.h"
 #include "plan/plan.h"
 #include "runtime/runtime.h"
 #include "tessel.h"
+#include "tune/store.h"
+
+/* Sets of a context's plan cache (PLAN_CACHE_WAYS plans each): room for
+ * 2048 plans, as many as the BERT-base linear layers (four weight shapes)
+ * at every M up to 512; with all of those live, set conflicts keep about
+ * 80% of them. A slot is 0.6 KB at two threads (2.7 KB at 256), and its
+ * pages are touched only as sets fill. */
+enum { API_PLAN_CACHE_SETS = 512 };
 
 struct tessel_ctx {
     int threads;
     plan_model model;
     rt_pool *pool;
     rt_buffers *buffers;
+    /* Plans made with `model` for at most `threads` threads, by shape key. */
+    plan_cache *plans;
+    /* Plans `tessel tune --shapes` measured fastest on this machine for
+     * `threads` threads, read from the tuning database at creation. */
+    tune_plans tuned;
 };
 
 /* Records a message for tessel_last_error() and returns `status`. */

@@ -1,7 +1,11 @@
 /*
  * context.c - creating contexts and the process-wide default one. A context
  * resolves its thread count, takes the process's hardware profile, derives
- * the planner's model from it once, and starts its thread pool.
+ * the planner's model from it once, starts its thread pool and makes its
+ * plan cache (plans depend on the model and the thread count, so each
+ * context has its own). It also reads this machine's calibration and tuned
+ * plans from the tuning database; a database it cannot use leaves the
+ * analytic model in charge and makes creation return a warning.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -58,6 +62,14 @@ tessel_status tessel_ctx_create(tessel_ctx **out, int num_threads)
         return api_fail(TESSEL_ERR_INTERNAL, "no ukernel is built for ISA %s",
                         hw_isa_name(hw_default_profile()->isa));
     }
+    char db_message[512];
+    tune_load_status loaded = tune_load(&ctx->model.hw, threads, &ctx->model.cost, &ctx->tuned,
+                                        db_message, sizeof db_message);
+    ctx->plans = plan_cache_create(API_PLAN_CACHE_SETS, threads);
+    if (!ctx->plans) {
+        tessel_ctx_destroy(ctx);
+        return api_fail(TESSEL_ERR_NO_MEMORY, "cannot allocate a plan cache");
+    }
     ctx->buffers = rt_buffers_create();
     ctx->pool = rt_pool_create(threads);
     if (!ctx->buffers || !ctx->pool) {
@@ -65,6 +77,8 @@ tessel_status tessel_ctx_create(tessel_ctx **out, int num_threads)
         return api_fail(TESSEL_ERR_NO_MEMORY, "cannot start %d threads", threads);
     }
     *out = ctx;
+    if (loaded == TUNE_LOAD_UNUSABLE)
+        return api_fail(TESSEL_WARN_DB, "%s", db_message);
     return TESSEL_OK;
 }
 
@@ -74,6 +88,8 @@ void tessel_ctx_destroy(tessel_ctx *ctx)
         return;
     rt_pool_destroy(ctx->pool);
     rt_buffers_destroy(ctx->buffers);
+    plan_cache_destroy(ctx->plans);
+    tune_plans_free(&ctx->tuned);
     free(ctx);
 }
 
@@ -94,8 +110,9 @@ static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
 static void create_default(void)
 {
+    /* A warning (the tuning database) still gives a working context. */
     default_status = tessel_ctx_create(&default_ctx, 0);
-    if (default_status != TESSEL_OK) {
+    if (TESSEL_IS_ERROR(default_status)) {
         const char *msg = tessel_last_error();
         int i = 0;
         for (; msg[i] && i < (int)sizeof default_error - 1; i++)

@@ -1,8 +1,10 @@
 /*
  * gemm_api.c - the GEMM entry points: check every argument, reject what
  * would read or write outside the caller's matrices or race on the output,
- * then hand a call with the transposes folded into strides to the operator.
- * Nothing is written before all checks pass.
+ * find the plan for the call's shape key in the context's plan cache (or
+ * make it and store it), then hand a call with the transposes folded into
+ * strides and its plan to the operator. Nothing is written before all
+ * checks pass.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -94,7 +96,35 @@ static bool batch_outputs_disjoint(const matrix_arg *c, int64_t batch)
     return c->stride >= c->cols && (batch - 1) * c->stride + c->cols <= c->ld;
 }
 
-/* Hands a checked call to the operator on ctx (or the default context). */
+/* The plan for a shape the cache does not hold: the tuned plan stored for
+ * it, else the planner's from the context's model. This is the one place
+ * a miss is served. */
+static void plan_for(tessel_ctx *ctx, const gemm_shape *shape, int threads, gemm_plan *plan)
+{
+    /* A tuned plan was measured for the context's thread count; a call
+     * planned for fewer threads (small batched matrices) takes the model's. */
+    const plan_choice *tuned = threads == ctx->threads ? tune_plans_find(&ctx->tuned, shape) : NULL;
+    if (tuned)
+        plan_gemm_choice(&ctx->model, shape, threads, tuned, plan);
+    else
+        plan_gemm(&ctx->model, shape, threads, plan);
+}
+
+/* The plan for a shape key: from the cache, or made and stored. Two
+ * callers missing on the same shape both plan it (the same plan; the
+ * second insert is dropped) rather than one waiting for the other. */
+static void cached_plan(tessel_ctx *ctx, const gemm_shape *shape, int threads,
+                        gemm_plan *plan)
+{
+    plan_key key = plan_key_make(shape, threads);
+    if (plan_cache_lookup(ctx->plans, &key, plan))
+        return;
+    plan_for(ctx, shape, threads, plan);
+    plan_cache_insert(ctx->plans, &key, plan);
+}
+
+/* Hands a checked call and its plan to the operator on ctx (or the default
+ * context). */
 static tessel_status run_gemm(tessel_ctx *ctx, const gemm_call *call, int64_t batch,
                               int64_t stride_a, int64_t stride_b, int64_t stride_c)
 {
@@ -107,7 +137,12 @@ static tessel_status run_gemm(tessel_ctx *ctx, const gemm_call *call, int64_t ba
                         hw_isa_name(call->packed->isa), hw_isa_name(resolved->model.hw.isa));
     op_env env = {.model = &resolved->model, .pool = resolved->pool,
                   .buffers = resolved->buffers, .threads = resolved->threads};
-    s = op_sgemm(&env, call, batch, stride_a, stride_b, stride_c);
+    gemm_shape shape;
+    int threads;
+    op_gemm_key(&env, call, batch, &shape, &threads);
+    gemm_plan plan;
+    cached_plan(resolved, &shape, threads, &plan);
+    s = op_sgemm_plan(&env, call, &plan, batch, stride_a, stride_b, stride_c);
     if (s == TESSEL_ERR_NO_MEMORY)
         return api_fail(s, "cannot allocate packing buffers for %lld x %lld x %lld",
                         (long long)call->M, (long long)call->N, (long long)call->K);

@@ -40,6 +40,7 @@ const char *tessel_status_str(tessel_status status)
     case TESSEL_ERR_ALIAS: return "output overlaps an input";
     case TESSEL_ERR_NO_MEMORY: return "out of memory";
     case TESSEL_ERR_INTERNAL: return "internal error";
+    case TESSEL_WARN_DB: return "tuning database unusable (analytic model used)";
     }
     return "unknown status";
 }

@@ -248,15 +248,24 @@ static void gemm_task(void *opaque, int task, int ntasks)
     }
 }
 
-void op_plan_sgemm(const op_env *env, const gemm_call *call, int64_t batch, gemm_plan *plan)
+void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_shape *shape,
+                 int *threads)
 {
     double flops = 2.0 * (double)call->M * call->N * call->K;
     bool small_batched = batch > 1 && flops < SMALL_MATRIX_FLOPS;
-    gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K,
-                        .transa = call->a_cs != 1,
-                        .transb = call->b_cs != 1,
-                        .prepacked_kc = call->packed ? call->packed->kc : 0};
-    plan_gemm(env->model, &shape, small_batched ? 1 : env->threads, plan);
+    *shape = (gemm_shape){.M = call->M, .N = call->N, .K = call->K,
+                          .transa = call->a_cs != 1,
+                          .transb = call->b_cs != 1,
+                          .prepacked_kc = call->packed ? call->packed->kc : 0};
+    *threads = small_batched ? 1 : env->threads;
+}
+
+void op_plan_sgemm(const op_env *env, const gemm_call *call, int64_t batch, gemm_plan *plan)
+{
+    gemm_shape shape;
+    int threads;
+    op_gemm_key(env, call, batch, &shape, &threads);
+    plan_gemm(env->model, &shape, threads, plan);
 }
 
 tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm_plan *plan,

@@ -58,9 +58,14 @@ void op_packed_free(struct tessel_packed_b *packed);
 tessel_status op_sgemm(const op_env *env, const gemm_call *call, int64_t batch,
                        int64_t stride_a, int64_t stride_b, int64_t stride_c);
 
-/* The two halves of op_sgemm, for callers that show or vary the plan: the
- * plan it would run (batches of small matrices get a one-thread plan and
- * are split over the batch), and running a given plan. */
+/* The two halves of op_sgemm, for callers that show, vary or cache the
+ * plan: the plan it would run (batches of small matrices get a one-thread
+ * plan and are split over the batch), and running a given plan.
+ * op_gemm_key gives everything that plan depends on besides the model:
+ * the shape and the thread count to plan for, so that
+ * plan_gemm(env->model, shape, *threads, plan) is op_plan_sgemm. */
+void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_shape *shape,
+                 int *threads);
 void op_plan_sgemm(const op_env *env, const gemm_call *call, int64_t batch, gemm_plan *plan);
 tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm_plan *plan,
                             int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c);

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "plan/candidates.h"
 #include "plan/plan.h"
 
 /* Vector loads (B rows and A broadcasts) a core issues per cycle: two on
@@ -94,66 +95,140 @@ static hw_cache cache_or_default(const hw_profile *hw, int level, int64_t size, 
                       .line_bytes = 64, .shared_by = 1};
 }
 
+hw_cache model_l1(const plan_model *m)
+{
+    return cache_or_default(&m->hw, 1, 32 << 10, 8);
+}
+
 bool model_fits_load_ports(int mr, int nv, double fma_per_cycle, double loads_per_cycle)
 {
     return (mr + nv) * fma_per_cycle <= loads_per_cycle * mr * nv + 1e-9;
 }
 
-/* Rules 1-3: among the tiles that fit the registers, hide the FMA latency,
- * feed their FMAs within the load ports and leave the streaming B
- * micro-panels at least one L1 way, the one with the most accumulators,
- * ties to the tallest: with A resident in L1 the B micro-panels stream
- * from L2 at nr floats a k step, 1/mr of them per FMA, so taller tiles ask
- * less of the L2. (Measured: 14x32 over 6x64 on 1296x3072x768 at 1 thread,
- * 135-152 against 92-123 GF/s in alternating runs.) */
-static void choose_main_tile(plan_model *m, const hw_cache *l1)
+/* The rules of DESIGN ("Register and cache blocking") on one main-family
+ * member, in order, stopping at the first that fails: fit the registers,
+ * hide the FMA latency, feed the FMAs within the load ports, and leave
+ * the streaming B micro-panels at least one L1 way. The numbers compared
+ * are kept so the candidate list can say why a tile was rejected. */
+tile_verdict model_tile_verdict(const plan_model *m, int mr, int nv)
 {
-    for (int nv = 1; nv <= UK_MAX_NV; nv++) {
+    hw_cache l1 = model_l1(m);
+    double fma_per_cycle = m->hw.fma_per_cycle, latency = m->hw.fma_latency_cycles;
+    tile_verdict v = {
+        .registers = model_registers(mr, nv),
+        .registers_available = m->hw.vec_registers,
+        .chains = mr * nv,
+        .fma_latency = latency,
+        .fma_pipes = fma_per_cycle,
+        .chains_needed = latency * fma_per_cycle,
+        .load_cycles = (mr + nv) / LOADS_PER_CYCLE,
+        .fma_cycles = mr * nv / fma_per_cycle,
+        .l1_ways = l1.ways,
+        .l1_ways_for_b = model_l1_ways_for_b(l1.ways, mr, nv * m->vec),
+        .kc = model_kc(&l1, mr, nv * m->vec),
+    };
+    if (v.registers > v.registers_available)
+        v.failed = TILE_RULE_REGISTERS;
+    else if (!model_hides_latency(mr, nv, latency, fma_per_cycle))
+        v.failed = TILE_RULE_LATENCY;
+    else if (!model_fits_load_ports(mr, nv, fma_per_cycle, LOADS_PER_CYCLE))
+        v.failed = TILE_RULE_LOAD_PORTS;
+    else if (v.kc <= 0)
+        v.failed = TILE_RULE_L1;
+    return v;
+}
+
+/* Most accumulators, ties to the tallest: with A resident in L1 the B
+ * micro-panels stream from L2 at nr floats a k step, 1/mr of them per
+ * FMA, so taller tiles ask less of the L2. (Measured: 14x32 over 6x64 on
+ * 1296x3072x768 at 1 thread, 135-152 against 92-123 GF/s in alternating
+ * runs.) */
+int model_compare_tiles(int mr_a, int nv_a, int mr_b, int nv_b)
+{
+    if (mr_a * nv_a != mr_b * nv_b)
+        return mr_a * nv_a > mr_b * nv_b ? -1 : 1;
+    return mr_b - mr_a;
+}
+
+/* Among the built tiles that pass every rule, the preferred one. */
+static void choose_main_tile(plan_model *m)
+{
+    for (int nv = 1; nv <= UK_MAX_NV; nv++)
         for (int mr = 1; mr <= UK_MAX_MR; mr++) {
             if (m->tile_cycles[nv][mr] == 0.0)
                 continue;
-            if (model_registers(mr, nv) > m->hw.vec_registers)
+            if (model_tile_verdict(m, mr, nv).failed != TILE_RULE_PASSES)
                 continue;
-            if (!model_hides_latency(mr, nv, m->hw.fma_latency_cycles, m->hw.fma_per_cycle))
-                continue;
-            if (!model_fits_load_ports(mr, nv, m->hw.fma_per_cycle, LOADS_PER_CYCLE))
-                continue;
-            if (model_kc(l1, mr, nv * m->vec) <= 0)
-                continue;
-            int acc = mr * nv, best = m->mr * m->nv;
-            if (acc > best || (acc == best && mr > m->mr)) {
+            if (m->mr == 0 || model_compare_tiles(mr, nv, m->mr, m->nv) < 0) {
                 m->mr = mr;
                 m->nv = nv;
             }
         }
-    }
 }
 
-/* The dot-product tile: most FMAs per load (mr + nj vectors feed mr * nj
- * FMAs) among those built that hide the FMA latency, ties to more
- * accumulators. With 16 registers none may hide it (AVX2: 10 chains
- * needed, 9 fit): then the most accumulators win. */
-static void choose_dot_tile(plan_model *m)
+/* Whether any built dot member hides the FMA latency. With 16 registers
+ * none may (AVX2: 10 chains needed, 9 fit); the rule is waived then. */
+static bool dot_family_hides_latency(const plan_model *m)
 {
-    double best = -1.0;
-    bool any_hides = false;
     for (int mr = 1; mr <= UK_DOT_MAX_MR; mr++)
         for (int nj = 1; nj <= UK_DOT_MAX_NJ; nj++)
-            any_hides |= ukernel_dot_lookup(m->hw.isa, mr, nj) &&
-                         model_hides_latency(mr, nj, m->hw.fma_latency_cycles, m->hw.fma_per_cycle);
+            if (ukernel_dot_lookup(m->hw.isa, mr, nj) &&
+                model_hides_latency(mr, nj, m->hw.fma_latency_cycles, m->hw.fma_per_cycle))
+                return true;
+    return false;
+}
+
+tile_verdict model_dot_verdict(const plan_model *m, int mr, int nj)
+{
+    tile_verdict v = {
+        .registers = mr * nj + mr + nj,
+        .registers_available = m->hw.vec_registers,
+        .chains = mr * nj,
+        .fma_latency = m->hw.fma_latency_cycles,
+        .fma_pipes = m->hw.fma_per_cycle,
+        .chains_needed = m->hw.fma_latency_cycles * m->hw.fma_per_cycle,
+        .latency_waived = !dot_family_hides_latency(m),
+        .load_cycles = (mr + nj) / LOADS_PER_CYCLE,
+        .fma_cycles = mr * nj / m->hw.fma_per_cycle,
+    };
+    if (v.registers > v.registers_available)
+        v.failed = TILE_RULE_REGISTERS;
+    else if (!v.latency_waived &&
+             !model_hides_latency(mr, nj, m->hw.fma_latency_cycles, m->hw.fma_per_cycle))
+        v.failed = TILE_RULE_LATENCY;
+    return v;
+}
+
+/* The dot tile: most FMAs per load (mr + nj vectors feed mr * nj FMAs),
+ * ties to more accumulators; with the latency waived, the most
+ * accumulators first, since the chains are what is short. Last, the
+ * taller: B^T, the large operand, is read once per mr rows of A. */
+int model_compare_dot_tiles(bool latency_waived, int mr_a, int nj_a, int mr_b, int nj_b)
+{
+    double per_load_a = (double)mr_a * nj_a / (mr_a + nj_a);
+    double per_load_b = (double)mr_b * nj_b / (mr_b + nj_b);
+    int acc_a = mr_a * nj_a, acc_b = mr_b * nj_b;
+    bool per_load_differs = fabs(per_load_a - per_load_b) > 1e-9;
+    if (latency_waived && acc_a != acc_b)
+        return acc_a > acc_b ? -1 : 1;
+    if (per_load_differs)
+        return per_load_a > per_load_b ? -1 : 1;
+    if (acc_a != acc_b)
+        return acc_a > acc_b ? -1 : 1;
+    return mr_b - mr_a;
+}
+
+static void choose_dot_tile(plan_model *m)
+{
     for (int mr = 1; mr <= UK_DOT_MAX_MR; mr++)
         for (int nj = 1; nj <= UK_DOT_MAX_NJ; nj++) {
             if (!ukernel_dot_lookup(m->hw.isa, mr, nj))
                 continue;
-            bool hides = model_hides_latency(mr, nj, m->hw.fma_latency_cycles, m->hw.fma_per_cycle);
-            if (any_hides && !hides)
+            tile_verdict v = model_dot_verdict(m, mr, nj);
+            if (v.failed != TILE_RULE_PASSES)
                 continue;
-            if (!any_hides && mr * nj < m->dot_mr * m->dot_nj)
-                continue;
-            double per_load = (double)mr * nj / (mr + nj);
-            if (per_load > best + 1e-9 ||
-                (fabs(per_load - best) < 1e-9 && mr * nj > m->dot_mr * m->dot_nj)) {
-                best = per_load;
+            if (m->dot_mr == 0 ||
+                model_compare_dot_tiles(v.latency_waived, mr, nj, m->dot_mr, m->dot_nj) < 0) {
                 m->dot_mr = mr;
                 m->dot_nj = nj;
             }
@@ -167,6 +242,13 @@ static double tile_step_cost(const plan_model *m, int nv, int h)
     return m->tile_cycles[nv][h] + (CALL_CYCLES + 2.0 * h * nv) / (double)m->kc;
 }
 
+/* Built, and within the register file: a tile that spills is never worth
+ * it, whatever width a plan gives its main tile. */
+static bool tile_usable(const plan_model *m, int nv, int h)
+{
+    return m->tile_cycles[nv][h] > 0.0 && model_registers(h, nv) <= m->hw.vec_registers;
+}
+
 /* For each width: the DP over remainders (the cheapest cover of every
  * length up to PLAN_DP_LEN), and the bulk height, the one cheapest per
  * row. The main width's bulk height is the main tile's. */
@@ -175,7 +257,7 @@ static void build_row_dp(plan_model *m)
     for (int nv = 1; nv <= UK_MAX_NV; nv++) {
         double best_per_row = INFINITY;
         for (int h = 1; h <= UK_MAX_MR; h++)
-            if (m->tile_cycles[nv][h] > 0.0 && tile_step_cost(m, nv, h) / h <= best_per_row) {
+            if (tile_usable(m, nv, h) && tile_step_cost(m, nv, h) / h <= best_per_row) {
                 best_per_row = tile_step_cost(m, nv, h) / h;
                 m->bulk_mr[nv] = h;
             }
@@ -184,7 +266,7 @@ static void build_row_dp(plan_model *m)
         for (int len = 1; len <= PLAN_DP_LEN; len++) {
             m->dp_cost[nv][len] = INFINITY;
             for (int h = 1; h <= UK_MAX_MR && h <= len; h++) {
-                if (m->tile_cycles[nv][h] == 0.0 || (nv == m->nv && h > m->mr))
+                if (!tile_usable(m, nv, h) || (nv == m->nv && h > m->mr))
                     continue;
                 double cost = m->dp_cost[nv][len - h] + tile_step_cost(m, nv, h);
                 if (cost < m->dp_cost[nv][len] - 1e-12) {
@@ -215,10 +297,10 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
                                                            m->hw.fma_per_cycle, LOADS_PER_CYCLE);
         }
 
-    hw_cache l1 = cache_or_default(&m->hw, 1, 32 << 10, 8);
+    hw_cache l1 = model_l1(m);
     hw_cache l2 = cache_or_default(&m->hw, 2, 1 << 20, 8);
     hw_cache l3 = cache_or_default(&m->hw, 3, 8 << 20, 16);
-    choose_main_tile(m, &l1);
+    choose_main_tile(m);
     choose_dot_tile(m);
     if (m->mr == 0 || m->dot_mr == 0)
         return -1;
@@ -228,7 +310,16 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     m->mc = model_mc(&l3, m->kc, m->mr);
     m->l2_bytes = l2.size_bytes;
     build_row_dp(m);
+    for (int nv = 1; nv <= UK_MAX_NV; nv++) {
+        if (m->bulk_mr[nv] == 0)
+            continue;
+        m->kc_for[nv] = model_kc(&l1, m->bulk_mr[nv], nv * m->vec);
+        if (m->kc_for[nv] <= 0)
+            m->kc_for[nv] = m->kc;
+        m->nc_for[nv] = model_nc(&l2, m->kc_for[nv], m->bulk_mr[nv], nv * m->vec);
+    }
 
+    cost_model_default(&m->cost, hw);
     m->cycles_per_second = (hw->freq_ghz > 0 ? hw->freq_ghz : DEFAULT_GHZ) * 1e9;
     double pack_gbs = hw->read_gbs[HW_LEVEL_L2] > 0 ? hw->read_gbs[HW_LEVEL_L2] / 2 : DEFAULT_PACK_GBS;
     m->pack_bytes_per_second = pack_gbs * 1e9;

@@ -9,10 +9,12 @@
 #define TESSEL_PLAN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hw/hw.h"
 #include "kernels/ukernel.h"
+#include "plan/cost.h"
 
 enum {
     PLAN_DP_LEN = 64,      /* remainders up to this many rows are covered optimally */
@@ -64,6 +66,9 @@ typedef struct plan_model {
     int dot_mr, dot_nj;      /* the dot-product tile (B^T in place), rules 1-2 */
     int nr;                  /* nv * vec */
     int64_t kc, mc, nc;
+    /* The same rules for a main tile of each width (its bulk height):
+     * what a plan gets when it is given another width. */
+    int64_t kc_for[UK_MAX_NV + 1], nc_for[UK_MAX_NV + 1];
     int64_t l2_bytes;        /* one core's L2 */
     double cycles_per_second;
     double pack_bytes_per_second;
@@ -75,6 +80,11 @@ typedef struct plan_model {
     int bulk_mr[UK_MAX_NV + 1];
     int dp_first[UK_MAX_NV + 1][PLAN_DP_LEN + 1];
     double dp_cost[UK_MAX_NV + 1][PLAN_DP_LEN + 1];
+    /* Predicted time of a plan: analytic defaults from the profile until
+     * a calibration (src/tune/) replaces them. When calibrated, plan_gemm
+     * picks the cheapest predicted plan among a few variants of the
+     * rules' one; uncalibrated, the rules' plan. */
+    cost_model cost;
 } plan_model;
 
 /* Derives the model from a profile. Returns 0, or -1 if no ukernel of the
@@ -97,6 +107,18 @@ typedef struct gemm_shape {
 /* The kc the model blocks K with: its kc, evened out over the k blocks
  * (K = 800 with kc 700 runs as 2 x 400, not 700 + 100). */
 int64_t plan_kc(const plan_model *m, int64_t K);
+
+/* The knobs a plan may turn away from the model's rules: what the tuner
+ * varies and what a tuned plan stores. Zero fields keep the rules' value. */
+typedef struct plan_choice {
+    int nv;            /* main tile width in vectors; its height is the
+                          cheapest per row of that width (bulk_mr) */
+    int64_t kc, nc;
+    int pack_b;        /* 0 rules, 1 read B in place, 2 pack B */
+    char split;        /* 0 the faster predicted, 'M' or 'N' */
+} plan_choice;
+
+enum { PLAN_B_RULES = 0, PLAN_B_IN_PLACE = 1, PLAN_B_PACKED = 2 };
 
 typedef struct gemm_plan {
     hw_isa isa;
@@ -121,11 +143,43 @@ typedef struct gemm_plan {
     char split;
     int threads;
     int64_t bounds[PLAN_MAX_THREADS + 1];
+    /* The knobs with every value resolved (nv, kc, nc, pack_b, split). */
+    plan_choice choice;
+    /* What the cost model reads: cycles of the ukernel k loops of the
+     * busiest thread at the model's tile rates, and its ukernel calls. */
+    double fma_cycles;
+    double calls;
     double predicted_seconds;
 } gemm_plan;
 
-/* Plans C = op(A) op(B) for `threads` threads (capped at PLAN_MAX_THREADS). */
+
+/* Plans C = op(A) op(B) for `threads` threads (capped at PLAN_MAX_THREADS):
+ * the rules' plan, or with a calibrated cost model the cheapest predicted
+ * of plan_variants. */
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p);
+
+/* The plan for one choice; knobs that do not apply to the shape (packing
+ * B^T in place, a width other than a pre-packed B's, a dot plan) fall back
+ * to the rules'. The choice actually used is in p->choice. */
+void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
+                      const plan_choice *c, gemm_plan *p);
+
+/* Up to `max` distinct choices worth comparing for a shape, the rules'
+ * (all zero) first: other tile widths, kc halved and doubled, nc halved,
+ * B packed or in place, the other thread split. Returns how many. */
+int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_choice *out,
+                  int max);
+
+/* "nv=2 kc=224 nc=2048 b=packed split=M": what a tuned plan stores. Parsing
+ * returns 0, or -1 on text it does not understand (nothing is trusted). */
+int plan_choice_format(const plan_choice *c, char *buf, size_t len);
+bool plan_choice_equal(const plan_choice *x, const plan_choice *y);
+int plan_choice_parse(const char *text, plan_choice *c);
+
+/* The cost model's features of a plan (seconds on its busiest thread;
+ * see cost.h); plan_gemm stores cost_predict of them in the plan. */
+void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_plan *p,
+                        double *features);
 
 /* Row offset and height of row tile `tile` (0 <= tile < p->ntiles). */
 void plan_tile_rows(const gemm_plan *p, int64_t tile, int64_t *row, int *mr);

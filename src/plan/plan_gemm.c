@@ -5,6 +5,7 @@
  * one masked), kc/mc/nc, what to pack, and the split across threads that
  * balances predicted time.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "plan/plan.h"
@@ -71,13 +72,19 @@ void plan_tile_rows(const gemm_plan *p, int64_t tile, int64_t *row, int *mr)
     *mr = 0;
 }
 
+/* Cycles per k step of an (mr, nv) tile: the rule's, times what
+ * calibration measured for that ukernel and A layout. */
+static double tile_rate(const plan_model *m, const gemm_plan *p, int nv, int mr)
+{
+    int layout = p->pack_a ? COST_A_PACKED : COST_A_IN_PLACE;
+    return m->tile_cycles[nv][mr] * m->cost.tile_scale[layout][nv][mr];
+}
+
 /* Cycles per k step of one row tile across `panels` column panels, the
  * last of which is `tail_nv` vectors wide. */
-static double row_tile_cycles(const plan_model *m, int mr, int64_t panels, int tail_nv)
+static double row_tile_cycles(const plan_model *m, const gemm_plan *p, int mr, int tail_nv)
 {
-    double full = m->tile_cycles[m->nv][mr];
-    double tail = m->tile_cycles[tail_nv][mr];
-    return (double)(panels - 1) * full + tail;
+    return (double)(p->npanels - 1) * tile_rate(m, p, p->nv, mr) + tile_rate(m, p, tail_nv, mr);
 }
 
 /* Splits `units` items of costs unit_cost(i) into `threads` contiguous
@@ -121,14 +128,14 @@ static double split_rows(const plan_model *m, const gemm_plan *p, int threads, i
     if (units > SPLIT_EXACT_UNITS) {
         for (int t = 0; t <= threads; t++)
             bounds[t] = units * t / threads;
-        return row_tile_cycles(m, m->mr, p->npanels, tail_nv) * (double)units / threads;
+        return row_tile_cycles(m, p, p->runs[0].mr, tail_nv) * (double)units / threads;
     }
     prefix[0] = 0.0;
     for (int64_t i = 0; i < units; i++) {
         int64_t row;
         int mr;
         plan_tile_rows(p, i, &row, &mr);
-        prefix[i + 1] = prefix[i] + row_tile_cycles(m, mr, p->npanels, tail_nv);
+        prefix[i + 1] = prefix[i] + row_tile_cycles(m, p, mr, tail_nv);
     }
     return balance(units, threads, prefix, bounds);
 }
@@ -139,8 +146,8 @@ static double split_cols(const plan_model *m, const gemm_plan *p, int threads, i
     double prefix[SPLIT_EXACT_UNITS + 1];
     double full = 0.0, tail = 0.0;
     for (int i = 0; i < p->nruns; i++) {
-        full += (double)p->runs[i].count * m->tile_cycles[m->nv][p->runs[i].mr];
-        tail += (double)p->runs[i].count * m->tile_cycles[tail_nv][p->runs[i].mr];
+        full += (double)p->runs[i].count * tile_rate(m, p, p->nv, p->runs[i].mr);
+        tail += (double)p->runs[i].count * tile_rate(m, p, tail_nv, p->runs[i].mr);
     }
     int64_t units = p->npanels;
     if (units > SPLIT_EXACT_UNITS) {
@@ -154,12 +161,18 @@ static double split_cols(const plan_model *m, const gemm_plan *p, int threads, i
     return balance(units, threads, prefix, bounds);
 }
 
-int64_t plan_kc(const plan_model *m, int64_t K)
+/* kc evened out over the k blocks K needs at most kc per block. */
+static int64_t even_kc(int64_t kc, int64_t K)
 {
     if (K <= 0)
         return 1;
-    int64_t kblocks = (K + m->kc - 1) / m->kc;
+    int64_t kblocks = (K + kc - 1) / kc;
     return (K + kblocks - 1) / kblocks;
+}
+
+int64_t plan_kc(const plan_model *m, int64_t K)
+{
+    return even_kc(m->kc, K);
 }
 
 /* Dot-product plans: column tiles split evenly over the threads. */
@@ -174,20 +187,60 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->threads = threads < p->npanels ? threads : (int)p->npanels;
     for (int t = 0; t <= p->threads; t++)
         p->bounds[t] = p->npanels * t / p->threads;
+    p->choice = (plan_choice){.nv = p->nv, .kc = p->kc, .split = 'N'};
+    /* A k step loads mr + nj vectors along k for mr * nj FMAs, then the
+     * accumulators are summed across lanes: about one more step. */
     double steps = (double)s->K / p->vec + 1.0;
     double tiles = (double)((s->M + p->dot_mr - 1) / p->dot_mr) * p->npanels;
     double step_cycles = model_tile_cycles(p->dot_mr, p->dot_nj, m->hw.fma_latency_cycles,
                                            m->hw.fma_per_cycle, 2.0);
-    p->predicted_seconds = tiles * steps * step_cycles / p->threads / m->cycles_per_second;
+    p->fma_cycles = tiles * steps * step_cycles / p->threads;
+    p->calls = tiles / p->threads;
+    double f[COST_NFEATURES];
+    plan_cost_features(m, s, p, f);
+    p->predicted_seconds = cost_predict(&m->cost, f);
 }
 
-void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
+/* The main tile width a choice asks for, if the family has a usable tile
+ * of it; a pre-packed B fixes the width it was packed with. */
+static int choose_width(const plan_model *m, const gemm_shape *s, const plan_choice *c)
+{
+    if (s->prepacked_kc > 0 || c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
+        return m->nv;
+    return c->nv;
+}
+
+/* Whether B is read in place: as chosen where that is possible (rows of
+ * op(B) contiguous, not pre-packed), else by the rule of the comment
+ * below. */
+static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan_choice *c,
+                            bool small_m)
+{
+    if (s->transb || s->prepacked_kc > 0)
+        return false;
+    if (c->pack_b == PLAN_B_IN_PLACE)
+        return true;
+    if (c->pack_b == PLAN_B_PACKED)
+        return false;
+    /* The copy moves 8 bytes per element of B, the product does 2 M flops
+     * per element, so its share of the time is 4 peak / (M * pack
+     * bandwidth). Reading in place cost about 7% against packed panels
+     * where both were measured (1296x3072x768: 142 against 153 GF/s),
+     * while copying cost 25% at M = 128 (128x3072x768: 89-131 packed,
+     * 112-146 in place). */
+    double peak_flops = m->cycles_per_second * m->hw.fma_per_cycle * 2.0 * m->vec;
+    double copy_share = 4.0 * peak_flops / ((double)s->M * m->pack_bytes_per_second);
+    return small_m || copy_share > IN_PLACE_PENALTY;
+}
+
+void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
+                      const plan_choice *c, gemm_plan *p)
 {
     memset(p, 0, sizeof *p);
     p->isa = m->hw.isa;
     p->vec = m->vec;
-    p->nv = m->nv;
-    p->nr = m->nr;
+    p->nv = choose_width(m, s, c);
+    p->nr = p->nv * m->vec;
     if (threads < 1)
         threads = 1;
     if (threads > PLAN_MAX_THREADS)
@@ -197,7 +250,7 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     int64_t tail_cols = s->N - (p->npanels - 1) * p->nr;
     int tail_nv = (int)((tail_cols + p->vec - 1) / p->vec);
     /* A single narrow panel is tessellated for its own width. */
-    tessellate_rows(m, p->npanels == 1 ? tail_nv : m->nv, s->M, p);
+    tessellate_rows(m, p->npanels == 1 ? tail_nv : p->nv, s->M, p);
     /* Few rows times B^T: the dot-product tiles read both in place. */
     if (s->transb && !s->transa && s->prepacked_kc == 0 && s->M <= DOT_MAX_M &&
         s->K >= p->vec && s->N > 0) {
@@ -208,6 +261,10 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
         p->threads = 1;
         p->split = 'M';
         p->bounds[1] = p->ntiles;
+        p->choice = (plan_choice){.nv = p->nv, .split = 'M'};
+        double f[COST_NFEATURES];
+        plan_cost_features(m, s, p, f);
+        p->predicted_seconds = cost_predict(&m->cost, f);
         return;
     }
 
@@ -217,23 +274,17 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
      * rows of mr floats lie a leading dimension apart (a page each), is
      * worth packing. */
     p->pack_a = s->transa && !small_m;
-    p->kc = s->prepacked_kc > 0 ? s->prepacked_kc : plan_kc(m, s->K);
+    if (s->prepacked_kc > 0)
+        p->kc = s->prepacked_kc;
+    else
+        p->kc = even_kc(c->kc > 0 ? c->kc : m->kc_for[p->nv], s->K);
     p->mc = m->mc;
-    p->nc = m->nc;
-    /* B with contiguous rows (op(B) = B) is read in place, its kc x nc
-     * block capped to half the L2 since its rows lie far apart, unless
-     * copying it is cheap next to the product: the copy moves 8 bytes per
-     * element of B, the product does 2 M flops per element, so its share
-     * of the time is 4 peak / (M * pack bandwidth). Reading in place cost
-     * about 7% against packed panels where both were measured (1296x3072x768:
-     * 142 against 153 GF/s), while copying cost 25% at M = 128
-     * (128x3072x768: 89-131 packed, 112-146 in place). Packed weights are
-     * already in panels. */
-    double peak_flops = m->cycles_per_second * m->hw.fma_per_cycle * 2.0 * m->vec;
-    double copy_share = 4.0 * peak_flops / ((double)s->M * m->pack_bytes_per_second);
-    bool b_in_place = !s->transb && (small_m || copy_share > IN_PLACE_PENALTY);
-    p->pack_b = s->prepacked_kc > 0 || !b_in_place;
-    if (!p->pack_b) {
+    p->nc = c->nc > 0 ? (c->nc + p->nr - 1) / p->nr * p->nr : m->nc_for[p->nv];
+    /* B with contiguous rows is read in place, its kc x nc block capped to
+     * half the L2 since its rows lie far apart, unless copying it is cheap
+     * next to the product. Packed weights are already in panels. */
+    p->pack_b = !b_read_in_place(m, s, c, small_m);
+    if (!p->pack_b && c->nc == 0) {
         int64_t half_l2_cols = m->l2_bytes / 2 / (p->kc * (int64_t)sizeof(float));
         half_l2_cols -= half_l2_cols % p->nr;
         if (half_l2_cols >= p->nr && half_l2_cols < p->nc)
@@ -242,27 +293,123 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     p->b_prefetch = p->pack_b ? PACKED_PREFETCH_BYTES / (p->nr * (int)sizeof(float)) + 1
                               : IN_PLACE_PREFETCH_ROWS;
 
-    /* Threads: try both splits, keep the one predicted to end first. A
-     * split along M packs all of B in every thread; along N, all of A. */
+    /* Threads: try both splits, keep the one predicted to end first
+     * unless the choice names one. A split along M packs all of B in
+     * every thread; along N, all of A. */
     int t_m = threads < p->ntiles ? threads : (int)p->ntiles;
     int t_n = threads < p->npanels ? threads : (int)p->npanels;
     int64_t bounds_m[PLAN_MAX_THREADS + 1], bounds_n[PLAN_MAX_THREADS + 1];
     double bytes_a = p->pack_a ? (double)s->M * s->K * 8 : 0.0; /* read + write */
     double bytes_b = p->pack_b && !s->prepacked_kc ? (double)s->K * s->N * 8 : 0.0;
     double per_pack_byte = m->cycles_per_second / m->pack_bytes_per_second;
-    double cost_m = split_rows(m, p, t_m, tail_nv, bounds_m) * (double)s->K +
-                    (bytes_b + bytes_a / t_m) * per_pack_byte;
-    double cost_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K +
-                    (bytes_a + bytes_b / t_n) * per_pack_byte;
-    if (cost_m <= cost_n) {
-        p->split = 'M';
-        p->threads = t_m;
-        memcpy(p->bounds, bounds_m, sizeof(int64_t) * (size_t)(t_m + 1));
-    } else {
-        p->split = 'N';
-        p->threads = t_n;
-        memcpy(p->bounds, bounds_n, sizeof(int64_t) * (size_t)(t_n + 1));
+    double fma_m = split_rows(m, p, t_m, tail_nv, bounds_m) * (double)s->K;
+    double fma_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K;
+    double cost_m = fma_m + (bytes_b + bytes_a / t_m) * per_pack_byte;
+    double cost_n = fma_n + (bytes_a + bytes_b / t_n) * per_pack_byte;
+    bool along_m = c->split == 'M' || (c->split != 'N' && cost_m <= cost_n);
+    p->split = along_m ? 'M' : 'N';
+    p->threads = along_m ? t_m : t_n;
+    memcpy(p->bounds, along_m ? bounds_m : bounds_n, sizeof(int64_t) * (size_t)(p->threads + 1));
+    p->fma_cycles = along_m ? fma_m : fma_n;
+    double kblocks = (double)((s->K + p->kc - 1) / p->kc);
+    p->calls = (double)p->ntiles * (double)p->npanels * kblocks / p->threads;
+    p->choice = (plan_choice){.nv = p->nv, .kc = p->kc, .nc = p->nc,
+                              .pack_b = p->pack_b ? PLAN_B_PACKED : PLAN_B_IN_PLACE,
+                              .split = p->split};
+    double f[COST_NFEATURES];
+    plan_cost_features(m, s, p, f);
+    p->predicted_seconds = cost_predict(&m->cost, f);
+}
+
+int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_choice *out,
+                  int max)
+{
+    int n = 0;
+    if (max < 1)
+        return 0;
+    out[n++] = (plan_choice){0};
+    bool dot = s->transb && !s->transa && s->prepacked_kc == 0 && s->M <= DOT_MAX_M;
+    if (dot || s->M == 0 || s->N == 0 || s->K == 0)
+        return n;
+    plan_choice more[3 * UK_MAX_NV + 8];
+    int k = 0;
+    if (s->prepacked_kc == 0) {
+        for (int nv = 1; nv <= UK_MAX_NV; nv++)
+            if (nv != m->nv && m->bulk_mr[nv] > 0)
+                more[k++] = (plan_choice){.nv = nv};
+        more[k++] = (plan_choice){.kc = m->kc / 2};
+        more[k++] = (plan_choice){.kc = m->kc * 2};
     }
-    double cycles = cost_m <= cost_n ? cost_m : cost_n;
-    p->predicted_seconds = cycles / m->cycles_per_second;
+    more[k++] = (plan_choice){.nc = m->nc / 2};
+    if (!s->transb && s->prepacked_kc == 0) {
+        more[k++] = (plan_choice){.pack_b = PLAN_B_IN_PLACE};
+        more[k++] = (plan_choice){.pack_b = PLAN_B_PACKED};
+    }
+    if (threads > 1) {
+        more[k++] = (plan_choice){.split = 'M'};
+        more[k++] = (plan_choice){.split = 'N'};
+    }
+    for (int i = 0; i < k && n < max; i++)
+        out[n++] = more[i];
+    return n;
+}
+
+void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
+{
+    plan_choice rules = {0};
+    plan_gemm_choice(m, s, threads, &rules, p);
+    if (!m->cost.calibrated)
+        return;
+    /* Calibrated: the cheapest predicted of the variants. */
+    plan_choice variants[16];
+    int n = plan_variants(m, s, threads, variants, 16);
+    gemm_plan candidate;
+    for (int i = 1; i < n; i++) {
+        plan_gemm_choice(m, s, threads, &variants[i], &candidate);
+        if (candidate.predicted_seconds < p->predicted_seconds)
+            memcpy(p, &candidate, sizeof candidate);
+    }
+}
+
+/* ---- the stored form of a choice ---- */
+
+int plan_choice_format(const plan_choice *c, char *buf, size_t len)
+{
+    const char *b = c->pack_b == PLAN_B_PACKED ? "packed"
+                    : c->pack_b == PLAN_B_IN_PLACE ? "in_place" : "rules";
+    char split[2] = {c->split ? c->split : '-', '\0'};
+    int n = snprintf(buf, len, "nv=%d kc=%lld nc=%lld b=%s split=%s", c->nv, (long long)c->kc,
+                     (long long)c->nc, b, split);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+bool plan_choice_equal(const plan_choice *x, const plan_choice *y)
+{
+    return x->nv == y->nv && x->kc == y->kc && x->nc == y->nc && x->pack_b == y->pack_b &&
+           x->split == y->split;
+}
+
+int plan_choice_parse(const char *text, plan_choice *out)
+{
+    int nv, used = 0;
+    long long kc, nc;
+    char b[16], split[4];
+    if (sscanf(text, "nv=%d kc=%lld nc=%lld b=%15s split=%3s%n", &nv, &kc, &nc, b, split,
+               &used) != 5 || text[used] != '\0')
+        return -1;
+    plan_choice c = {.nv = nv, .kc = kc, .nc = nc};
+    if (nv < 0 || nv > UK_MAX_NV || kc < 0 || kc > (1 << 20) || nc < 0 || nc > (1 << 24))
+        return -1;
+    if (strcmp(b, "packed") == 0)
+        c.pack_b = PLAN_B_PACKED;
+    else if (strcmp(b, "in_place") == 0)
+        c.pack_b = PLAN_B_IN_PLACE;
+    else if (strcmp(b, "rules") != 0)
+        return -1;
+    if (strcmp(split, "M") == 0 || strcmp(split, "N") == 0)
+        c.split = split[0];
+    else if (strcmp(split, "-") != 0)
+        return -1;
+    *out = c;
+    return 0;
 }

@@ -35,4 +35,7 @@ void rt_buffers_destroy(rt_buffers *cache);
 void *rt_buffer_acquire(rt_buffers *cache, size_t bytes);
 void rt_buffer_release(rt_buffers *cache, void *buffer);
 
+/* Seconds on the monotonic clock, for timing. */
+double rt_seconds(void);
+
 #endif /* TESSEL_RUNTIME_H */

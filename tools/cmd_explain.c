@@ -1,0 +1,301 @@
+/*
+ * cmd_explain.c - `tessel explain gemm M N K`: shows why tessel runs a
+ * shape the way it does on this machine. The hardware the model sees;
+ * every built ukernel with the rules' verdict (why the rest were
+ * rejected) and the chosen tiles; the blocking and why; the plan a real
+ * call makes (same context, same shape key, same planner), its row runs,
+ * column panels, ukernels and thread split; a picture of the
+ * tessellation (explain_draw.c); and the predicted time against a
+ * measured median.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "cli.h"
+#include "explain.h"
+#include "ops/ops.h"
+#include "plan/candidates.h"
+
+static const char usage[] =
+    "tessel explain gemm M N K [--trans NT] [--threads T] [--svg FILE] [--no-measure]";
+
+/* Aim the timed calls at this many seconds, as `tessel gemm` does. */
+static const double TARGET_SECONDS = 0.2;
+enum { MIN_REPEAT = 3, MAX_REPEAT = 100000 };
+
+static void print_help(void)
+{
+    printf("usage: %s\n\n"
+           "Explains the plan for C = op(A) op(B) on row-major M x K, K x N matrices\n"
+           "in this machine's context: the hardware the model sees, every built\n"
+           "ukernel with the model's verdict (the rule a rejected one fails), the\n"
+           "blocking kc/mc/nc and why, the plan (row runs, column panels, ukernels,\n"
+           "thread split), a character grid of the tessellation of M x N labelled\n"
+           "by ukernel, and the predicted time against the measured median.\n\n"
+           "  --trans XY     op(A), op(B): N (as stored) or T (transposed); default NN\n"
+           "  --threads T    threads of the context; 0 (default) = TESSEL_NUM_THREADS\n"
+           "                 or every core this process may run on\n"
+           "  --svg FILE     also draw the tessellation as SVG into FILE\n"
+           "  --no-measure   skip the timed calls (about %.1f s)\n",
+           usage, TARGET_SECONDS);
+}
+
+typedef struct explain_args {
+    int64_t M, N, K;
+    char transa, transb;
+    int threads;
+    const char *svg;
+    bool measure;
+} explain_args;
+
+static char upper(char c)
+{
+    return c == 'n' ? 'N' : c == 't' ? 'T' : c;
+}
+
+/* Fills *a; returns CLI_OK, CLI_USAGE after saying why, or -1 after the
+ * help (not an error). */
+static int parse_args(int argc, char **argv, explain_args *a)
+{
+    *a = (explain_args){.transa = 'N', .transb = 'N', .measure = true};
+    int64_t *sizes[3] = {&a->M, &a->N, &a->K};
+    const char *size_names[3] = {"M", "N", "K"};
+    int nsizes = 0;
+    bool have_op = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *value = NULL;
+        int r;
+        if (cli_is_help(arg)) {
+            print_help();
+            return -1;
+        } else if (strcmp(arg, "--no-measure") == 0) {
+            a->measure = false;
+        } else if ((r = cli_take_value(argc, argv, &i, "--trans", &value)) != 0) {
+            if (r < 0 || strlen(value) != 2 || !strchr("NnTt", value[0]) ||
+                !strchr("NnTt", value[1]))
+                return cli_usage_error("explain", usage, "--trans takes two of N/T, e.g. NT");
+            a->transa = upper(value[0]);
+            a->transb = upper(value[1]);
+        } else if ((r = cli_take_value(argc, argv, &i, "--threads", &value)) != 0) {
+            int64_t t;
+            if (r < 0 || cli_parse_i64(value, 0, 1 << 20, &t) != 0)
+                return cli_usage_error("explain", usage, "--threads takes a count >= 0");
+            a->threads = (int)t;
+        } else if ((r = cli_take_value(argc, argv, &i, "--svg", &value)) != 0) {
+            if (r < 0 || !*value)
+                return cli_usage_error("explain", usage, "--svg takes a file name");
+            a->svg = value;
+        } else if (arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9')) {
+            return cli_usage_error("explain", usage, "unknown option '%s'", arg);
+        } else if (!have_op) {
+            if (strcmp(arg, "gemm") != 0)
+                return cli_usage_error("explain", usage, "can explain 'gemm', not '%s'", arg);
+            have_op = true;
+        } else if (nsizes == 3) {
+            return cli_usage_error("explain", usage, "unexpected argument '%s'", arg);
+        } else {
+            if (cli_parse_i64(arg, 0, INT32_MAX, sizes[nsizes]) != 0)
+                return cli_usage_error("explain", usage, "%s must be an integer in 0..%d, not '%s'",
+                                       size_names[nsizes], INT32_MAX, arg);
+            nsizes++;
+        }
+    }
+    if (!have_op)
+        return cli_usage_error("explain", usage, "missing the operator (gemm)");
+    if (nsizes < 3)
+        return cli_usage_error("explain", usage, "missing size %s", size_names[nsizes]);
+    return CLI_OK;
+}
+
+/* ---- the matrices and the call, as `tessel gemm` makes them ---- */
+
+/* Row-major operands with leading dimension = stored row length. */
+typedef struct operands {
+    int64_t a_rows, a_cols, b_rows, b_cols, lda, ldb, ldc;
+    float *A, *B, *C;
+} operands;
+
+static operands describe_operands(const explain_args *g)
+{
+    bool ta = g->transa == 'T', tb = g->transb == 'T';
+    operands o = {.a_rows = ta ? g->K : g->M, .a_cols = ta ? g->M : g->K,
+                  .b_rows = tb ? g->N : g->K, .b_cols = tb ? g->K : g->N};
+    o.lda = o.a_cols > 1 ? o.a_cols : 1;
+    o.ldb = o.b_cols > 1 ? o.b_cols : 1;
+    o.ldc = g->N > 1 ? g->N : 1;
+    return o;
+}
+
+/* The shape key and thread count a real call plans with: op_gemm_key
+ * reads the strides the API derives from the transposes, so a 1-wide
+ * transposed operand counts as not transposed, as it does there. */
+static void plan_like_a_call(tessel_ctx *ctx, const explain_args *g, gemm_shape *shape,
+                             gemm_plan *plan)
+{
+    operands o = describe_operands(g);
+    bool ta = g->transa == 'T', tb = g->transb == 'T';
+    op_env env = {.model = api_ctx_model(ctx), .threads = tessel_ctx_threads(ctx)};
+    gemm_call call = {.M = g->M, .N = g->N, .K = g->K, .alpha = 1.0f,
+                      .a_rs = ta ? 1 : o.lda, .a_cs = ta ? o.lda : 1,
+                      .b_rs = tb ? 1 : o.ldb, .b_cs = tb ? o.ldb : 1, .ldc = o.ldc};
+    int threads;
+    op_gemm_key(&env, &call, 1, shape, &threads);
+    plan_gemm(env.model, shape, threads, plan);
+}
+
+static float *alloc_floats(int64_t rows, int64_t cols)
+{
+    if (rows > 0 && cols > (int64_t)(PTRDIFF_MAX / sizeof(float) / 2) / rows)
+        return NULL;
+    size_t bytes = ((size_t)(rows * cols) * sizeof(float) + 63) / 64 * 64;
+    return aligned_alloc(64, bytes ? bytes : 64);
+}
+
+/* Seeded values in [-1, 1) (an LCG: the values only need to be ordinary). */
+static void fill_seeded(float *x, int64_t n, uint64_t seed)
+{
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        x[i] = (float)((int64_t)(seed >> 40) - (1 << 23)) * 0x1p-23f;
+    }
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median seconds of the timed tessel_sgemm calls after a warm-up, their
+ * number in *calls; -1 if memory ran out or a call failed (*status). */
+static double measure(tessel_ctx *ctx, const explain_args *g, int *calls, tessel_status *status)
+{
+    operands o = describe_operands(g);
+    o.A = alloc_floats(o.a_rows, o.a_cols);
+    o.B = alloc_floats(o.b_rows, o.b_cols);
+    o.C = alloc_floats(g->M, g->N);
+    double *times = malloc(MAX_REPEAT * sizeof *times);
+    double median = -1.0;
+    *status = TESSEL_OK;
+    if (o.A && o.B && o.C && times) {
+        fill_seeded(o.A, o.a_rows * o.a_cols, 1);
+        fill_seeded(o.B, o.b_rows * o.b_cols, 2);
+        int n = 0;
+        double spent = 0.0;
+        /* The first call plans and fills the buffer cache: not timed. */
+        for (int r = -1; *status == TESSEL_OK && n < MAX_REPEAT &&
+                         (n < MIN_REPEAT || spent < TARGET_SECONDS); r++) {
+            double t0 = cli_now();
+            *status = tessel_sgemm(ctx, g->transa, g->transb, g->M, g->N, g->K, 1.0f, o.A,
+                                   o.lda, o.B, o.ldb, 0.0f, o.C, o.ldc);
+            double t = cli_now() - t0;
+            if (r >= 0) {
+                times[n++] = t;
+                spent += t;
+            }
+        }
+        if (*status == TESSEL_OK && n > 0) {
+            qsort(times, (size_t)n, sizeof *times, compare_doubles);
+            median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+        }
+        *calls = n;
+    }
+    free(o.A);
+    free(o.B);
+    free(o.C);
+    free(times);
+    return *status == TESSEL_OK ? median : -1.0;
+}
+
+static void print_time(const gemm_plan *p, const gemm_shape *s, double measured, int calls)
+{
+    double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
+    printf("time      predicted %.2f us", p->predicted_seconds * 1e6);
+    if (p->predicted_seconds > 0 && flops > 0)
+        printf(" (%.1f GFLOP/s)", flops / p->predicted_seconds * 1e-9);
+    if (measured < 0) {
+        printf("; not measured\n");
+        return;
+    }
+    printf(", measured %.2f us (median of %d calls", measured * 1e6, calls);
+    if (measured > 0 && flops > 0)
+        printf(", %.1f GFLOP/s", flops / measured * 1e-9);
+    printf(")");
+    if (p->predicted_seconds > 0 && measured > 0)
+        printf(": measured / predicted = %.2f", measured / p->predicted_seconds);
+    printf("\n");
+}
+
+static int explain(tessel_ctx *ctx, const explain_args *g)
+{
+    const plan_model *m = api_ctx_model(ctx);
+    gemm_shape shape;
+    gemm_plan plan;
+    plan_like_a_call(ctx, g, &shape, &plan);
+    int64_t nregions = plan_regions(&plan, &shape, NULL, 0);
+    plan_region *regions = malloc((size_t)(nregions > 0 ? nregions : 1) * sizeof *regions);
+    if (!regions) {
+        fprintf(stderr, "tessel explain: cannot allocate %lld regions\n", (long long)nregions);
+        return CLI_FAIL;
+    }
+    plan_regions(&plan, &shape, regions, nregions);
+
+    printf("explain   gemm M %lld, N %lld, K %lld, trans %c%c, context of %d threads\n",
+           (long long)g->M, (long long)g->N, (long long)g->K, g->transa, g->transb,
+           tessel_ctx_threads(ctx));
+    explain_print_hardware(m);
+    explain_print_candidates(m, &plan);
+    explain_print_blocking(m, &plan, &shape);
+    printf("\n");
+    explain_print_plan(m, &plan, &shape, regions, nregions);
+    explain_picture pic = {.plan = &plan, .regions = regions, .nregions = nregions,
+                           .M = g->M, .N = g->N, .K = g->K};
+    printf("\n");
+    explain_print_grid(stdout, &pic);
+
+    int rc = CLI_OK;
+    if (g->svg && nregions > 0) {
+        if (explain_write_svg(g->svg, &pic) == 0) {
+            printf("svg       %s\n", g->svg);
+        } else {
+            fprintf(stderr, "tessel explain: cannot write %s: %s\n", g->svg, strerror(errno));
+            rc = CLI_FAIL;
+        }
+    }
+    double measured = -1.0;
+    int calls = 0;
+    if (g->measure && rc == CLI_OK) {
+        tessel_status s;
+        measured = measure(ctx, g, &calls, &s);
+        if (s != TESSEL_OK)
+            rc = cli_library_error(s);
+        else if (measured < 0)
+            fprintf(stderr, "tessel explain: cannot allocate the matrices; not measured\n");
+    }
+    if (rc == CLI_OK)
+        print_time(&plan, &shape, measured, calls);
+    free(regions);
+    return rc;
+}
+
+int cmd_explain(int argc, char **argv)
+{
+    explain_args g;
+    int rc = parse_args(argc, argv, &g);
+    if (rc < 0)
+        return CLI_OK; /* --help */
+    if (rc != CLI_OK)
+        return rc;
+    tessel_ctx *ctx = NULL;
+    rc = cli_context(&ctx, g.threads, 0);
+    if (rc != CLI_OK)
+        return rc;
+    rc = explain(ctx, &g);
+    tessel_ctx_destroy(ctx);
+    if (fflush(stdout) != 0)
+        rc = CLI_FAIL;
+    return rc;
+}

@@ -1,0 +1,239 @@
+/*
+ * explain_report.c - the text of `tessel explain`: the hardware as the
+ * model sees it, the candidate tables with the rules' verdicts (from
+ * plan_candidates, so the reasons are the model's own), the blocking and
+ * why, and the plan in words: path, packing, row runs, column panels,
+ * ukernels and each thread's share of the predicted cycles.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "explain.h"
+
+/* 49152 -> "48 KiB", 1032192 -> "1008 KiB", 314572800 -> "300 MiB". */
+static void format_bytes(double bytes, char *buf, size_t len)
+{
+    if (bytes >= 1 << 20)
+        snprintf(buf, len, "%.3g MiB", bytes / (1 << 20));
+    else if (bytes >= 1024)
+        snprintf(buf, len, "%.0f KiB", bytes / 1024);
+    else
+        snprintf(buf, len, "%.0f B", bytes);
+}
+
+void explain_print_hardware(const plan_model *m)
+{
+    const hw_profile *hw = &m->hw;
+    printf("hardware  %s: %d floats a vector, %d vector registers; FMA latency %.2g cycles, "
+           "%.3g FMAs a cycle", hw_isa_name(hw->isa), m->vec, hw->vec_registers,
+           hw->fma_latency_cycles, hw->fma_per_cycle);
+    if (hw->freq_ghz > 0)
+        printf(", %.2f GHz", hw->freq_ghz);
+    printf("\n         ");
+    for (int level = 1; level <= 3; level++) {
+        const hw_cache *c = hw_data_cache(hw, level);
+        char size[24];
+        if (!c) {
+            printf(" L%d unknown (model assumes a default)%s", level, level < 3 ? "," : "");
+            continue;
+        }
+        format_bytes((double)c->size_bytes, size, sizeof size);
+        printf(" L%d%s %s %d-way", level, c->type == 'D' ? "d" : "", size, c->ways);
+        if (c->shared_by > 1)
+            printf(" shared by %d", c->shared_by);
+        printf("%s", level < 3 ? "," : "");
+    }
+    printf("\n");
+}
+
+static void print_candidate(int rank, const plan_candidate *c, const char *note)
+{
+    char tile[16], kc[16];
+    snprintf(tile, sizeof tile, "%dx%d", c->mr, c->nr);
+    if (c->dot)
+        snprintf(kc, sizeof kc, "%.2f", c->score);
+    else
+        snprintf(kc, sizeof kc, "%lld", (long long)c->verdict.kc);
+    printf("  %4d  %6s  %4d  %4d  %9s  %s%s%s%s\n", rank, tile, c->verdict.registers,
+           c->accumulators, kc, plan_candidate_status_name(c->status),
+           c->status == CANDIDATE_REJECTED ? ": " : "", c->reason, note);
+}
+
+void explain_print_candidates(const plan_model *m, const gemm_plan *p)
+{
+    plan_candidate list[PLAN_MAX_CANDIDATES];
+    int n = plan_candidates(m, list, PLAN_MAX_CANDIDATES);
+    printf("\ncandidates: the %d built %s ukernels, mr rows x nr columns (nr = nv x %d), "
+           "best first:\n  most accumulators within the rules, ties to the taller\n",
+           n, hw_isa_name(m->hw.isa), m->vec);
+    printf("  %4s  %6s  %4s  %4s  %9s  %s\n", "rank", "tile", "regs", "acc", "L1 kc", "verdict");
+    for (int i = 0; i < n; i++) {
+        bool used = !p->dot && p->npanels > 0 && list[i].nv == p->nv &&
+                    list[i].mr == m->bulk_mr[p->nv];
+        print_candidate(i + 1, &list[i], used && list[i].status != CANDIDATE_CHOSEN
+                                             ? " (this plan's main tile)" : "");
+    }
+
+    plan_candidate dots[PLAN_MAX_DOT_CANDIDATES];
+    n = plan_dot_candidates(m, dots, PLAN_MAX_DOT_CANDIDATES);
+    bool waived = n > 0 && dots[0].verdict.latency_waived;
+    printf("\ndot-product candidates (small M with B^T, both read in place): the %d built, "
+           "mr rows of A x nj rows of B^T,\n  best first: %s\n", n,
+           waived ? "none hides the latency, so the most accumulators, then FMAs per load"
+                  : "most FMAs per load (mr nj / (mr + nj)), ties to more accumulators");
+    printf("  %4s  %6s  %4s  %4s  %9s  %s\n", "rank", "tile", "regs", "acc", "FMAs/load",
+           "verdict");
+    for (int i = 0; i < n; i++)
+        print_candidate(i + 1, &dots[i], "");
+}
+
+void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_shape *s)
+{
+    printf("\n");
+    if (p->dot) {
+        printf("blocking  none: dot-product tiles run all of K = %lld, reading A and B^T in "
+               "place\n", (long long)s->K);
+        return;
+    }
+    if (s->M == 0 || s->N == 0 || s->K == 0) {
+        printf("blocking  none: nothing to multiply\n");
+        return;
+    }
+    int mr = m->bulk_mr[p->nv];
+    tile_verdict v = model_tile_verdict(m, mr, p->nv);
+    int64_t kblocks = (s->K + p->kc - 1) / p->kc;
+    printf("blocking  kc %lld: K = %lld as %lld block%s of %s%lld; the model's kc %lld "
+           "keeps the %d x kc A micro-panel in L1 while %d-wide B panels stream through %d "
+           "of its %d ways (one spare)\n", (long long)p->kc, (long long)s->K,
+           (long long)kblocks, kblocks == 1 ? "" : "s", s->K % p->kc ? "at most " : "",
+           (long long)p->kc, (long long)v.kc, mr, p->nr, v.l1_ways_for_b, v.l1_ways);
+    char block[24], l2[24];
+    format_bytes((double)p->kc * (double)p->nc * sizeof(float), block, sizeof block);
+    format_bytes((double)m->l2_bytes, l2, sizeof l2);
+    printf("          nc %lld: the kc x nc block of B (%s) stays in the %s L2 while A "
+           "micro-panels pass%s\n", (long long)p->nc, block, l2,
+           !p->pack_b && p->nc < m->nc ? "; capped to half the L2: B is read in place, its "
+                                         "rows far apart" : "");
+    const hw_cache *l3 = hw_data_cache(&m->hw, 3);
+    char share[24] = "default";
+    if (l3)
+        format_bytes((double)l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1), share,
+                     sizeof share);
+    int64_t mblocks = (s->M + p->mc - 1) / p->mc;
+    printf("          mc %lld: the mc x kc block of A fits this core's share of the L3 (%s); "
+           "M = %lld is %lld block%s\n", (long long)p->mc, share, (long long)s->M,
+           (long long)mblocks, mblocks == 1 ? "" : "s");
+}
+
+/* Cycles per k step of one tile of a region, at the model's rates. */
+static double region_tile_cycles(const plan_model *m, const plan_region *r)
+{
+    if (r->dot)
+        return model_tile_cycles(r->mr, r->nv, m->hw.fma_latency_cycles, m->hw.fma_per_cycle,
+                                 2.0);
+    return m->tile_cycles[r->nv][r->mr];
+}
+
+static void print_rows_and_columns(const gemm_plan *p, const gemm_shape *s)
+{
+    printf("rows      M = %lld:", (long long)s->M);
+    if (p->dot) {
+        int64_t full = s->M / p->dot_mr, rest = s->M % p->dot_mr;
+        if (full > 0)
+            printf(" %lld x %d-row tiles", (long long)full, p->dot_mr);
+        if (rest > 0)
+            printf("%s1 x %lld-row tile", full > 0 ? " + " : " ", (long long)rest);
+    } else {
+        for (int i = 0; i < p->nruns; i++)
+            printf("%s%lld x %d-row tile%s", i ? " + " : " ", (long long)p->runs[i].count,
+                   p->runs[i].mr, p->runs[i].count == 1 ? "" : "s");
+    }
+    int64_t unit = p->dot ? p->dot_nj : p->nr;
+    int64_t tail = s->N - (p->npanels - 1) * unit;
+    printf("\ncolumns   N = %lld: ", (long long)s->N);
+    if (tail == unit)
+        printf("%lld %s%s of %lld", (long long)p->npanels, p->dot ? "tile" : "panel",
+               p->npanels == 1 ? "" : "s", (long long)unit);
+    else if (p->npanels > 1)
+        printf("%lld %s%s of %lld + 1 of %lld", (long long)p->npanels - 1,
+               p->dot ? "tile" : "panel", p->npanels == 2 ? "" : "s", (long long)unit,
+               (long long)tail);
+    else
+        printf("1 %s of %lld", p->dot ? "tile" : "panel", (long long)tail);
+    if (!p->dot && tail != unit) {
+        int tail_nv = (int)((tail + p->vec - 1) / p->vec);
+        printf(" (%d vector%s of %d%s)", tail_nv, tail_nv == 1 ? "" : "s", p->vec,
+               tail < tail_nv * p->vec ? ", masked" : "");
+    }
+    printf("\n");
+}
+
+static void print_threads(const plan_model *m, const gemm_plan *p, const plan_region *regions,
+                          int64_t nregions)
+{
+    enum { SHOWN = 16 };
+    double cycles[PLAN_MAX_THREADS] = {0}, total = 0.0;
+    for (int64_t i = 0; i < nregions; i++) {
+        double c = region_tile_cycles(m, &regions[i]) * (double)regions[i].tiles;
+        cycles[regions[i].thread] += c;
+        total += c;
+    }
+    printf("threads   %d, split along %s:\n", p->threads,
+           p->split == 'M' ? "M (row tiles)" : p->dot ? "N (column tiles)" : "N (panels)");
+    for (int t = 0; t < p->threads && t < SHOWN; t++) {
+        int64_t first = -1, last = -1;
+        for (int64_t i = 0; i < nregions; i++) {
+            const plan_region *r = &regions[i];
+            int64_t lo = p->split == 'M' ? r->row0 : r->col0;
+            int64_t hi = lo + (p->split == 'M' ? r->rows : r->cols);
+            if (r->thread == t) {
+                first = first < 0 || lo < first ? lo : first;
+                last = hi > last ? hi : last;
+            }
+        }
+        printf("          thread %d: %s %lld-%lld, %s %lld-%lld, %.1f%% of the predicted "
+               "cycles\n", t, p->split == 'M' ? "tiles" : p->dot ? "column tiles" : "panels",
+               (long long)p->bounds[t], (long long)p->bounds[t + 1] - 1,
+               p->split == 'M' ? "rows" : "columns", (long long)first, (long long)last - 1,
+               total > 0 ? 100.0 * cycles[t] / total : 0.0);
+    }
+    if (p->threads > SHOWN)
+        printf("          ... %d more\n", p->threads - SHOWN);
+}
+
+void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shape *s,
+                       const plan_region *regions, int64_t nregions)
+{
+    if (nregions == 0) {
+        printf("plan      nothing to multiply (M, N or K is 0)%s\n",
+               s->M > 0 && s->N > 0 ? ": C = beta C" : "");
+        return;
+    }
+    if (p->dot)
+        printf("plan      dot-product path: A and B^T read in place, nothing packed; "
+               "%d x %d tiles\n", p->dot_mr, p->dot_nj);
+    else
+        printf("plan      packed path: A %s; B %s\n",
+               p->pack_a ? "packed (op(A) = A^T: its rows lie a leading dimension apart)"
+                         : "read in place",
+               p->pack_b ? "packed into nr-wide panels"
+                         : "read in place (copying it would cost more than reading in place)");
+    print_rows_and_columns(p, s);
+    printf("ukernels ");
+    int shown = -1;
+    for (int64_t i = 0; i < nregions; i++) {
+        if (regions[i].kind <= shown)
+            continue;
+        shown = regions[i].kind;
+        char label[48];
+        explain_kind_label(&regions[i], p->vec, label, sizeof label);
+        int64_t tiles = 0;
+        for (int64_t j = 0; j < nregions; j++)
+            tiles += regions[j].kind == shown ? regions[j].tiles : 0;
+        printf("%s%c %s: %lld tile%s", shown ? ", " : " ", plan_kind_letter(shown), label,
+               (long long)tiles, tiles == 1 ? "" : "s");
+    }
+    printf("\n");
+    print_threads(m, p, regions, nregions);
+}
+
