@@ -277,14 +277,14 @@ static void check_calibrated_choice(void)
 }
 
 /* A file's bytes, to show a failed open changed nothing. */
-static long file_checksum(const char *path)
+static uint64_t file_checksum(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return -1;
-    long sum = 0;
+        return 0;
+    uint64_t sum = 0;
     for (int c; (c = fgetc(f)) != EOF;)
-        sum = sum * 31 + c;
+        sum = sum * 31 + (uint64_t)c;
     fclose(f);
     return sum;
 }
@@ -321,7 +321,7 @@ static void check_database_integration(void)
     for (int i = 0; i < 8192; i++)
         fputc((int)(test_rng_next(&r) & 0xff), f);
     fclose(f);
-    long before = file_checksum(path);
+    uint64_t before = file_checksum(path);
     s = tessel_ctx_create(&ctx, 2);
     CHECK(s == TESSEL_WARN_DB && ctx, "corrupt database: %s", tessel_status_str(s));
     CHECK(file_checksum(path) == before, "the corrupt file is left byte for byte");

@@ -33,7 +33,7 @@ typedef struct tune_options {
     double budget;
     const char *eval, *shapes, *transfer_from;
     int top, samples;
-    bool list, store;
+    bool list, store, verbose;
 } tune_options;
 
 static void print_help(void)
@@ -53,6 +53,7 @@ static void print_help(void)
            "                       or ISA/THREADS such as avx512/1) and correct it from\n"
            "  --samples N          N measurements (at most 32; default 32)\n"
            "  --list               list the stored calibrations and exit\n"
+           "  --verbose            print each held-out shape's predicted and measured time\n"
            "  --no-store           measure and report, store nothing\n\n"
            "Shape files have lines 'family M N K transa transb' ('#' comments),\n"
            "as in bench/shapes/.\n",
@@ -214,8 +215,8 @@ static void print_weights(const cost_model *cm)
 
 /* Measures the model's own plan of each held-out shape within `seconds`,
  * spreading the picks over the list, and reports the prediction error. */
-static int evaluate(tune_session *t, const char *path, double seconds, double *mape,
-                    double *tau)
+static int evaluate(tune_session *t, const char *path, double seconds, bool verbose,
+                    double *mape, double *tau)
 {
     gemm_shape *shapes = malloc(sizeof *shapes * MAX_SHAPES);
     tune_sample *held = calloc(MAX_SHAPES, sizeof *held);
@@ -243,6 +244,14 @@ static int evaluate(tune_session *t, const char *path, double seconds, double *m
     }
     draw_progress(&bar, 1.0);
     tune_errors(held, taken, t->model->cost.coef, mape, tau);
+    for (int i = 0; verbose && i < taken; i++) {
+        const gemm_shape *s = &held[i].shape;
+        double predicted = cost_predict(&t->model->cost, held[i].features);
+        printf("    %5lld x %5lld x %5lld %c%c  predicted %10.1f us  measured %10.1f us  %+6.1f%%\n",
+               (long long)s->M, (long long)s->N, (long long)s->K, s->transa ? 'T' : 'N',
+               s->transb ? 'T' : 'N', predicted * 1e6, held[i].seconds * 1e6,
+               100.0 * (predicted / held[i].seconds - 1.0));
+    }
     free(shapes);
     free(held);
     return taken;
@@ -271,7 +280,7 @@ static int run_calibrate(const tune_options *o, tune_session *t)
     int held = 0;
     if (strcmp(o->eval, "none") != 0) {
         t0 = cli_now();
-        held = evaluate(t, o->eval, EVAL_SECONDS, &mape, &tau);
+        held = evaluate(t, o->eval, EVAL_SECONDS, o->verbose, &mape, &tau);
         if (held < 0)
             fprintf(stderr, "tessel tune: warning: cannot read %s; no held-out report\n", o->eval);
         else
@@ -484,6 +493,8 @@ static int parse_options(int argc, char **argv, tune_options *o)
             o->samples = (int)n;
         } else if (strcmp(argv[i], "--list") == 0) {
             o->list = true;
+        } else if (strcmp(argv[i], "--verbose") == 0) {
+            o->verbose = true;
         } else if (strcmp(argv[i], "--no-store") == 0) {
             o->store = false;
         } else {
