@@ -203,7 +203,7 @@ static void check_fit(void)
 {
     enum { N = 200 };
     tune_sample *s = calloc(N, sizeof *s);
-    double truth[COST_NFEATURES] = {1.1, 0.8, 0.05, 0.3, 1.4, 0.0, 0.2, 4.0, 0.5};
+    double truth[COST_NFEATURES] = {1.1, 0.8, 0.05, 0.3, 1.4, 0.0, 0.2, 0.7, 4.0, 0.5};
     test_rng r = {7};
     for (int k = 0; k < N; k++) {
         double y = 0.0;
@@ -214,25 +214,25 @@ static void check_fit(void)
         s[k].seconds = y;
     }
     double zero[COST_NFEATURES] = {0}, coef[COST_NFEATURES];
-    tune_fit(s, N, zero, 0.0, coef);
+    tune_fit(s, N, zero, 0.0, 0.0, coef);
     double worst = 0.0;
     for (int i = 0; i < COST_NFEATURES; i++)
         worst = fmax(worst, fabs(coef[i] - truth[i]));
     CHECK(worst < 1e-3, "noise-free fit recovers the weights (worst %g)", worst);
     double mape, tau;
-    tune_errors(s, N, coef, &mape, &tau);
+    tune_errors(s, N, coef, 0.0, &mape, &tau);
     CHECK(mape < 1e-3 && tau > 0.999, "errors of an exact fit: mape %g tau %g", mape, tau);
 
     /* A strong prior holds the weights near it; no data keeps it exactly. */
-    double prior[COST_NFEATURES] = {2, 2, 2, 2, 2, 2, 2, 2, 2};
-    tune_fit(s, N, prior, 1e6, coef);
+    double prior[COST_NFEATURES] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+    tune_fit(s, N, prior, 1e6, 0.0, coef);
     CHECK(fabs(coef[0] - 2.0) < 0.01, "a strong prior wins: %g", coef[0]);
-    tune_fit(s, 0, prior, 0.0, coef);
+    tune_fit(s, 0, prior, 0.0, 0.0, coef);
     CHECK(coef[3] == 2.0, "without samples the prior stands");
     /* Weights never go negative, whatever the data. */
     for (int k = 0; k < N; k++)
         s[k].seconds = 1e-4 * (1.0 + 0.5 * test_rng_float(&r)) - 0.5 * s[k].features[0];
-    tune_fit(s, N, zero, 0.0, coef);
+    tune_fit(s, N, zero, 0.0, 0.0, coef);
     bool nonneg = true;
     for (int i = 0; i < COST_NFEATURES; i++)
         nonneg = nonneg && coef[i] >= 0.0;

@@ -210,7 +210,7 @@ static void print_weights(const cost_model *cm)
     printf("  weights         ");
     for (int i = 0; i < COST_NFEATURES; i++)
         printf(" %s=%.3g", cost_feature_name(i), cm->coef[i]);
-    printf("\n");
+    printf(" overlap=%.3g\n", cm->overlap);
 }
 
 /* Measures the model's own plan of each held-out shape within `seconds`,
@@ -243,7 +243,7 @@ static int evaluate(tune_session *t, const char *path, double seconds, bool verb
         draw_progress(&bar, (cli_now() - start) / seconds);
     }
     draw_progress(&bar, 1.0);
-    tune_errors(held, taken, t->model->cost.coef, mape, tau);
+    tune_errors(held, taken, t->model->cost.coef, t->model->cost.overlap, mape, tau);
     for (int i = 0; verbose && i < taken; i++) {
         const gemm_shape *s = &held[i].shape;
         double predicted = cost_predict(&t->model->cost, held[i].features);
@@ -271,7 +271,8 @@ static int run_calibrate(const tune_options *o, tune_session *t)
     tune_calibrate(&t->bench, t->model, o->budget, samples, MAX_SAMPLES, &taken, draw_progress,
                    &bar);
     double fit_mape, fit_tau;
-    tune_errors(samples, taken, t->model->cost.coef, &fit_mape, &fit_tau);
+    tune_errors(samples, taken, t->model->cost.coef, t->model->cost.overlap, &fit_mape,
+                &fit_tau);
     printf("  tiles + plans    %5.1f s  %d samples; fit: MAPE %.1f%%, Kendall tau %.3f\n",
            cli_now() - t0, taken, 100 * fit_mape, fit_tau);
     print_weights(&t->model->cost);

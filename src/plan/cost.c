@@ -25,12 +25,14 @@ static const double DEFAULT_GHZ = 3.0;
 static const double CALL_CYCLES = 30.0;
 
 static const char *const FEATURE_NAMES[COST_NFEATURES] = {
-    "fma", "calls", "b_stream", "a_stream", "pack", "c", "b_in_place", "threads", "fixed"};
+    "fma", "calls", "b_stream", "a_stream", "pack", "c", "b_in_place", "memory", "threads",
+    "fixed"};
 
 /* Before calibration: the k loops and the copies are spent serially,
  * streams overlap with the k loops, waking a thread costs a few
  * microseconds under a hypervisor (DESIGN, "Runtime"). */
-static const double DEFAULT_COEF[COST_NFEATURES] = {1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 5.0, 0.3};
+static const double DEFAULT_COEF[COST_NFEATURES] = {1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 5.0,
+                                                     0.3};
 
 const char *cost_feature_name(int f)
 {
@@ -52,11 +54,19 @@ void cost_model_default(cost_model *cm, const hw_profile *hw)
                 cm->tile_scale[a][nv][mr] = 1.0f;
 }
 
+void cost_effective(const double *f, double overlap, double *g)
+{
+    memcpy(g, f, sizeof(double) * COST_NFEATURES);
+    if (overlap * f[COST_MEMORY] > f[COST_FMA])
+        g[COST_FMA] = overlap * f[COST_MEMORY];
+}
+
 double cost_predict(const cost_model *cm, const double *f)
 {
-    double t = 0.0;
+    double g[COST_NFEATURES], t = 0.0;
+    cost_effective(f, cm->overlap, g);
     for (int i = 0; i < COST_NFEATURES; i++)
-        t += cm->coef[i] * f[i];
+        t += cm->coef[i] * g[i];
     return t;
 }
 
@@ -69,6 +79,34 @@ double cost_bandwidth_for(const cost_model *cm, const hw_profile *hw, double byt
     if (l3 && bytes <= (double)l3->size_bytes)
         return cm->gbs[HW_LEVEL_L3] * 1e9;
     return cm->gbs[HW_LEVEL_DRAM] * 1e9;
+}
+
+/* What a repeated call of the plan reads from beyond the L2 of each core:
+ * nothing if every thread's share of A, B and C fits in three quarters of
+ * its L2 (calls in a loop, as inference makes them, find them there);
+ * else all three once, and B once more per pass over it where a thread's
+ * share of B does not fit (dot-product plans sweep B^T once per group of
+ * rows). Those levels are shared, so the bytes are not divided by the
+ * threads. */
+static double memory_seconds(const plan_model *m, const gemm_shape *s, const gemm_plan *p)
+{
+    const cost_model *cm = &m->cost;
+    const hw_cache *l2 = hw_data_cache(&m->hw, 2);
+    double l2_bytes = l2 ? (double)l2->size_bytes : 1 << 20;
+    double threads = p->threads > 0 ? p->threads : 1;
+    double a = (double)s->M * s->K * 4, b = (double)s->K * s->N * 4, c = (double)s->M * s->N * 4;
+    double a_share = p->split == 'M' ? a / threads : a;
+    double b_share = p->split == 'N' ? b / threads : b;
+    if (a_share + b_share + c / threads <= 0.75 * l2_bytes)
+        return 0.0;
+    double passes = 1.0;
+    if (p->dot && b_share > 0.5 * l2_bytes)
+        passes = ceil((double)s->M / p->dot_mr);
+    /* A split along M packs all of B in every thread. */
+    if (p->pack_b && !s->prepacked_kc && p->split == 'M')
+        passes = threads;
+    double bytes = a + c + b * passes;
+    return bytes / cost_bandwidth_for(cm, &m->hw, a + b + c);
 }
 
 void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_plan *p,
@@ -87,21 +125,20 @@ void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_pla
     f[COST_FMA] = p->fma_cycles / cps;
     f[COST_CALLS] = p->calls * CALL_CYCLES / cps;
     f[COST_THREADS] = (threads - 1) * 1e-6;
+    f[COST_MEMORY] = memory_seconds(m, s, p);
     /* Every row tile streams all of op(B)'s columns past its A panel. */
     double row_tiles = p->dot ? ceil(M / p->dot_mr) : (double)p->ntiles;
     double b_bytes = row_tiles * K * N * 4 / threads;
+    f[COST_B_STREAM] = b_bytes / l2;
     f[COST_C] = M * N * 8 * ceil(K / (double)(p->kc > 0 ? p->kc : s->K)) / threads / l2;
     if (p->dot) {
-        f[COST_B_STREAM] = b_bytes / cost_bandwidth_for(cm, &m->hw, K * N * 4);
         f[COST_A_STREAM] = M * K * 4 / l2;
         return;
     }
-    f[COST_B_STREAM] = b_bytes / l2;
-    double a_bytes = M * K * 4;
     double column_blocks = ceil(N / (double)p->nc);
-    f[COST_A_STREAM] = a_bytes * column_blocks / threads / cost_bandwidth_for(cm, &m->hw, a_bytes);
+    f[COST_A_STREAM] = M * K * 4 * column_blocks / threads / l2;
     if (!p->pack_b)
-        f[COST_B_IN_PLACE] = b_bytes / cost_bandwidth_for(cm, &m->hw, K * N * 4);
+        f[COST_B_IN_PLACE] = b_bytes / l2;
     /* Copies read and write every element; a split along M packs all of B
      * in every thread, a split along N all of A. */
     double copy_b = p->pack_b && !s->prepacked_kc ? K * N * 8 : 0.0;
@@ -131,7 +168,8 @@ int cost_model_format(const cost_model *cm, char *buf, size_t len)
     bool ok = len > 0 && append(buf, len, &at, "tessel-cost 1\nghz %.6g\ngbs", cm->ghz);
     for (int l = 0; l < HW_LEVEL_COUNT; l++)
         ok = ok && append(buf, len, &at, " %.6g", cm->gbs[l]);
-    ok = ok && append(buf, len, &at, "\npack_gbs %.6g\ncoef", cm->pack_gbs);
+    ok = ok && append(buf, len, &at, "\npack_gbs %.6g\noverlap %.6g\ncoef", cm->pack_gbs,
+                      cm->overlap);
     for (int i = 0; i < COST_NFEATURES; i++)
         ok = ok && append(buf, len, &at, " %s=%.6g", FEATURE_NAMES[i], cm->coef[i]);
     ok = ok && append(buf, len, &at, "\n");
@@ -182,6 +220,9 @@ static bool parse_line(const char *line, cost_model *cm, int *seen)
     if (strcmp(word, "pack_gbs") == 0)
         return sscanf(rest, "%lf%n", &cm->pack_gbs, &end) == 1 && only_blanks(rest + end) &&
                positive_finite(cm->pack_gbs) && (*seen |= 8);
+    if (strcmp(word, "overlap") == 0)
+        return sscanf(rest, "%lf%n", &cm->overlap, &end) == 1 && only_blanks(rest + end) &&
+               isfinite(cm->overlap) && cm->overlap >= 0.0 && (*seen |= 32);
     if (strcmp(word, "coef") == 0) {
         for (int i = 0; i < COST_NFEATURES; i++) {
             char name[24];
@@ -233,7 +274,7 @@ int cost_model_parse(const char *text, cost_model *out)
             return -1;
         line = end ? end + 1 : NULL;
     }
-    if (seen != 31)
+    if (seen != 63)
         return -1;
     cm.calibrated = true;
     *out = cm;

@@ -24,6 +24,9 @@ typedef enum cost_feature {
     COST_PACK,       /* bytes copied into panels, over the pack bandwidth */
     COST_C,          /* C read and written once per k block */
     COST_B_IN_PLACE, /* B read in place: its rows lie far apart */
+    COST_MEMORY,     /* operands that do not stay in a core's L2 between
+                        calls, over the bandwidth of the level they live in,
+                        which the threads share */
     COST_THREADS,    /* one microsecond per extra thread woken */
     COST_FIXED,      /* one microsecond per call */
     COST_NFEATURES
@@ -41,6 +44,9 @@ typedef struct cost_model {
     double gbs[HW_LEVEL_COUNT];   /* one core's read bandwidth per level */
     double pack_gbs;
     double coef[COST_NFEATURES];
+    /* The k loops overlap with memory traffic: the FMA term is
+     * max(fma, overlap * memory); 0 means they add. Fitted by calibration. */
+    double overlap;
     /* Measured over analytic cycles of each (mr, nv) tile's k step in L1;
      * 1 where nothing was measured. */
     float tile_scale[2][UK_MAX_NV + 1][UK_MAX_MR + 1];
@@ -53,7 +59,11 @@ void cost_model_default(cost_model *cm, const hw_profile *hw);
 /* Names of the features, for tables and the stored text. */
 const char *cost_feature_name(int f);
 
-/* Sum of coef[i] * f[i]. */
+/* The features as the weights apply to them: the FMA feature replaced by
+ * max(fma, overlap * memory). */
+void cost_effective(const double *f, double overlap, double *g);
+
+/* Sum of coef[i] * g[i] over the effective features. */
 double cost_predict(const cost_model *cm, const double *f);
 
 /* The stored form: a few lines of "key values". Parsing checks every field

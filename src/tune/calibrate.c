@@ -24,7 +24,7 @@ void tune_calibrate(tune_bench *b, plan_model *m, double seconds, tune_sample *s
     *taken = tune_collect(b, m, 1, max_samples, seconds, samples, progress, arg);
     double prior[COST_NFEATURES];
     memcpy(prior, m->cost.coef, sizeof prior);
-    tune_fit(samples, *taken, prior, 0.0, m->cost.coef);
+    m->cost.overlap = tune_fit_overlap(samples, *taken, prior, m->cost.coef);
     m->cost.calibrated = true;
 }
 
@@ -37,6 +37,7 @@ void tune_transfer(tune_bench *b, plan_model *m, const cost_model *source, bool 
      * rates only where they describe the same ukernels. */
     cost_model_default(&m->cost, &m->hw);
     memcpy(m->cost.coef, source->coef, sizeof m->cost.coef);
+    m->cost.overlap = source->overlap;
     if (same_isa)
         memcpy(m->cost.tile_scale, source->tile_scale, sizeof m->cost.tile_scale);
     m->cost.calibrated = true;
@@ -48,9 +49,12 @@ void tune_transfer(tune_bench *b, plan_model *m, const cost_model *source, bool 
     /* Different seeds: the samples judged on are never the ones fitted. */
     r->validated = tune_collect(b, m, 2, nvalidate, 1e9, check, NULL, NULL);
     r->samples = tune_collect(b, m, 3, nsamples, 1e9, fit, progress, arg);
-    tune_errors(check, r->validated, m->cost.coef, &r->mape_before, &r->tau_before);
-    tune_fit(fit, r->samples, source->coef, TRANSFER_PULL * r->samples, m->cost.coef);
-    tune_errors(check, r->validated, m->cost.coef, &r->mape_after, &r->tau_after);
+    tune_errors(check, r->validated, m->cost.coef, m->cost.overlap, &r->mape_before,
+                &r->tau_before);
+    tune_fit(fit, r->samples, source->coef, TRANSFER_PULL * r->samples, m->cost.overlap,
+             m->cost.coef);
+    tune_errors(check, r->validated, m->cost.coef, m->cost.overlap, &r->mape_after,
+                &r->tau_after);
 done:
     free(fit);
     free(check);

@@ -71,7 +71,7 @@ static int compare_doubles(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-enum { MIN_REPEATS = 3, MAX_REPEATS = 201 };
+enum { MIN_REPEATS = 5, MAX_REPEATS = 201 };
 
 double tune_time_plan(tune_bench *b, const gemm_shape *s, const gemm_plan *p, double min_seconds)
 {

@@ -71,11 +71,17 @@ void tune_refeature(const plan_model *m, tune_sample *s, int n);
 
 /* Fits the weights: least squares on relative error, weights >= 0, pulled
  * towards `prior` with strength `lambda` (0 = plain fit). */
-void tune_fit(const tune_sample *s, int n, const double *prior, double lambda, double *coef);
+void tune_fit(const tune_sample *s, int n, const double *prior, double lambda, double overlap,
+              double *coef);
 
-/* Mean absolute percentage error and Kendall's tau of coef's predictions
- * against the measured times. */
-void tune_errors(const tune_sample *s, int n, const double *coef, double *mape, double *tau);
+/* The plain fit for the best of a few overlaps (cost_model.overlap);
+ * returns that overlap. */
+double tune_fit_overlap(const tune_sample *s, int n, const double *prior, double *coef);
+
+/* Mean absolute percentage error and Kendall's tau of the predictions of
+ * (coef, overlap) against the measured times. */
+void tune_errors(const tune_sample *s, int n, const double *coef, double overlap, double *mape,
+                 double *tau);
 
 /* Kendall's tau-b of two series (ties counted as neither). */
 double tune_kendall_tau(const double *a, const double *b, int n);
