@@ -11,10 +11,10 @@
 
 #include "tune/tune.h"
 
-/* Transfer pulls the weights towards the source's with the weight of this
- * many samples' worth of evidence per weight: enough that 8 noisy samples
- * cannot throw a weight far, little enough that 32 can correct it. */
-static const double TRANSFER_PULL = 0.05;
+/* Transfer pulls the weights towards the source's as if the source were
+ * this many more samples: enough that a few noisy samples cannot throw a
+ * weight far, little enough that 32 can correct it. */
+static const double TRANSFER_PRIOR_SAMPLES = 4.0;
 
 void tune_calibrate(tune_bench *b, plan_model *m, double seconds, tune_sample *samples,
                     int max_samples, int *taken, tune_progress_fn progress, void *arg)
@@ -51,8 +51,8 @@ void tune_transfer(tune_bench *b, plan_model *m, const cost_model *source, bool 
     r->samples = tune_collect(b, m, 3, nsamples, 1e9, fit, progress, arg);
     tune_errors(check, r->validated, m->cost.coef, m->cost.overlap, &r->mape_before,
                 &r->tau_before);
-    tune_fit(fit, r->samples, source->coef, TRANSFER_PULL * r->samples, m->cost.overlap,
-             m->cost.coef);
+    double pull = r->samples > 0 ? TRANSFER_PRIOR_SAMPLES / r->samples : 0.0;
+    tune_fit(fit, r->samples, source->coef, pull, m->cost.overlap, m->cost.coef);
     tune_errors(check, r->validated, m->cost.coef, m->cost.overlap, &r->mape_after,
                 &r->tau_after);
 done:

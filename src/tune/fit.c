@@ -42,7 +42,9 @@ static void solve(const tune_sample *s, int n, const double *u, const double *pr
         }
     }
     /* The pull towards the prior is scaled per weight by how much the data
-     * says about it, so lambda is "samples' worth" whatever the units. */
+     * says about it, so lambda is the prior's weight as a fraction of all
+     * the samples' (4 / n: the prior counts as four samples), whatever the
+     * units. */
     double pull[F];
     for (int i = 0; i < F; i++) {
         coef[i] = prior[i];
