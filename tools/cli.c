@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -56,6 +57,45 @@ int cli_parse_float(const char *text, float *out)
         return -1;
     *out = v;
     return 0;
+}
+
+float *cli_alloc_matrix(int64_t rows, int64_t cols)
+{
+    if (rows > 0 && cols > (int64_t)(PTRDIFF_MAX / sizeof(float) / 2) / rows)
+        return NULL;
+    size_t bytes = (size_t)(rows * cols) * sizeof(float);
+    bytes = (bytes + 63) / 64 * 64;
+    return aligned_alloc(64, bytes ? bytes : 64);
+}
+
+/* splitmix64 */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+void cli_fill_random(float *x, int64_t n, uint64_t seed)
+{
+    /* 24 random bits are exactly representable in a float. */
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)((int64_t)(next_random(&seed) >> 40) - (1 << 23)) * 0x1p-23f;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double cli_median(double *x, int n)
+{
+    if (n <= 0)
+        return 0.0;
+    qsort(x, (size_t)n, sizeof *x, compare_doubles);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 int cli_context(tessel_ctx **ctx, int threads, int quiet)

@@ -37,6 +37,16 @@ int cli_library_error(tessel_status status);
  * failure. Returns CLI_OK, or the failure's exit code after printing it. */
 int cli_context(tessel_ctx **ctx, int threads, int quiet);
 
+/* A rows x cols float matrix, 64-byte aligned like the library's panels;
+ * NULL if the size overflows or memory runs out, never for 0 elements. */
+float *cli_alloc_matrix(int64_t rows, int64_t cols);
+
+/* Seeded values uniform in [-1, 1): the same matrices on every run. */
+void cli_fill_random(float *x, int64_t n, uint64_t seed);
+
+/* The median of n doubles (sorts them; the mean of the middle two for even n). */
+double cli_median(double *x, int n);
+
 /* Parses all of `text` as a decimal integer in [min, max]; 0 on success,
  * -1 if it is not a number, has trailing characters, or is out of range. */
 int cli_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);

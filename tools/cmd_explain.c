@@ -146,43 +146,20 @@ static void plan_like_a_call(tessel_ctx *ctx, const explain_args *g, gemm_shape 
     plan_gemm(env.model, shape, threads, plan);
 }
 
-static float *alloc_floats(int64_t rows, int64_t cols)
-{
-    if (rows > 0 && cols > (int64_t)(PTRDIFF_MAX / sizeof(float) / 2) / rows)
-        return NULL;
-    size_t bytes = ((size_t)(rows * cols) * sizeof(float) + 63) / 64 * 64;
-    return aligned_alloc(64, bytes ? bytes : 64);
-}
-
-/* Seeded values in [-1, 1) (an LCG: the values only need to be ordinary). */
-static void fill_seeded(float *x, int64_t n, uint64_t seed)
-{
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005u + 1442695040888963407u;
-        x[i] = (float)((int64_t)(seed >> 40) - (1 << 23)) * 0x1p-23f;
-    }
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median seconds of the timed tessel_sgemm calls after a warm-up, their
  * number in *calls; -1 if memory ran out or a call failed (*status). */
 static double measure(tessel_ctx *ctx, const explain_args *g, int *calls, tessel_status *status)
 {
     operands o = describe_operands(g);
-    o.A = alloc_floats(o.a_rows, o.a_cols);
-    o.B = alloc_floats(o.b_rows, o.b_cols);
-    o.C = alloc_floats(g->M, g->N);
+    o.A = cli_alloc_matrix(o.a_rows, o.a_cols);
+    o.B = cli_alloc_matrix(o.b_rows, o.b_cols);
+    o.C = cli_alloc_matrix(g->M, g->N);
     double *times = malloc(MAX_REPEAT * sizeof *times);
     double median = -1.0;
     *status = TESSEL_OK;
     if (o.A && o.B && o.C && times) {
-        fill_seeded(o.A, o.a_rows * o.a_cols, 1);
-        fill_seeded(o.B, o.b_rows * o.b_cols, 2);
+        cli_fill_random(o.A, o.a_rows * o.a_cols, 1);
+        cli_fill_random(o.B, o.b_rows * o.b_cols, 2);
         int n = 0;
         double spent = 0.0;
         /* The first call plans and fills the buffer cache: not timed. */
@@ -198,8 +175,7 @@ static double measure(tessel_ctx *ctx, const explain_args *g, int *calls, tessel
             }
         }
         if (*status == TESSEL_OK && n > 0) {
-            qsort(times, (size_t)n, sizeof *times, compare_doubles);
-            median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+            median = cli_median(times, n);
         }
         *calls = n;
     }

@@ -115,40 +115,6 @@ static int parse_args(int argc, char **argv, gemm_args *a)
     return CLI_OK;
 }
 
-/* A rows x cols matrix, 64-byte aligned like the library's own panels;
- * NULL if the size overflows or memory runs out. Never NULL for 0 elements,
- * so "no memory" is never confused with "empty". */
-static float *alloc_matrix(int64_t rows, int64_t cols)
-{
-    if (rows > 0 && cols > (int64_t)(PTRDIFF_MAX / sizeof(float) / 2) / rows)
-        return NULL;
-    size_t bytes = (size_t)(rows * cols) * sizeof(float);
-    bytes = (bytes + 63) / 64 * 64;
-    return aligned_alloc(64, bytes ? bytes : 64);
-}
-
-/* splitmix64: a fixed seed gives the same matrices on every run. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [-1, 1): 24 random bits are exactly representable in float. */
-static void fill_random(float *x, int64_t n, uint64_t seed)
-{
-    for (int64_t i = 0; i < n; i++)
-        x[i] = (float)((int64_t)(next_random(&seed) >> 40) - (1 << 23)) * 0x1p-23f;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* ---- --check: the reference, split over rows so 2048^3 takes seconds ---- */
 
 /* The operands in the layout the reference reads fastest: op(A) as M x K
@@ -227,7 +193,8 @@ static int check_result(const gemm_args *g, const float *A, int64_t lda, const f
                         double *max_bound, int64_t *over)
 {
     int64_t M = g->M, N = g->N, K = g->K;
-    float *opa = alloc_matrix(M, K), *opbt = alloc_matrix(N, K), *ref = alloc_matrix(M, N);
+    float *opa = cli_alloc_matrix(M, K), *opbt = cli_alloc_matrix(N, K);
+    float *ref = cli_alloc_matrix(M, N);
     int ok = opa && opbt && ref;
     if (ok) {
         for (int64_t i = 0; i < M; i++)
@@ -296,8 +263,8 @@ int cmd_gemm(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
 
-    float *A = alloc_matrix(a_rows, a_cols), *B = alloc_matrix(b_rows, b_cols);
-    float *C = alloc_matrix(M, N), *C0 = alloc_matrix(M, N);
+    float *A = cli_alloc_matrix(a_rows, a_cols), *B = cli_alloc_matrix(b_rows, b_cols);
+    float *C = cli_alloc_matrix(M, N), *C0 = cli_alloc_matrix(M, N);
     double *times = NULL;
     if (!A || !B || !C || !C0) {
         fprintf(stderr, "tessel gemm: cannot allocate the matrices for %lld x %lld x %lld\n",
@@ -305,12 +272,12 @@ int cmd_gemm(int argc, char **argv)
         rc = CLI_FAIL;
         goto done;
     }
-    fill_random(A, a_rows * a_cols, 1);
-    fill_random(B, b_rows * b_cols, 2);
+    cli_fill_random(A, a_rows * a_cols, 1);
+    cli_fill_random(B, b_rows * b_cols, 2);
     /* With beta 0 the API promises never to read C: start it as NaN so a
      * --check catches a call that does. */
     if (g.beta != 0.0f)
-        fill_random(C0, M * N, 3);
+        cli_fill_random(C0, M * N, 3);
     else
         for (int64_t i = 0; i < M * N; i++)
             C0[i] = NAN;
@@ -350,9 +317,7 @@ int cmd_gemm(int argc, char **argv)
         rc = cli_library_error(s);
         goto done;
     }
-    qsort(times, (size_t)repeat, sizeof *times, compare_doubles);
-    double median = repeat % 2 ? times[repeat / 2]
-                               : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]);
+    double median = cli_median(times, (int)repeat);
 
     /* The peak of the threads the plan runs on, not of the context: a
      * small shape that uses one thread of eight is not at 1/8 of peak. */
