@@ -129,11 +129,12 @@ static operands describe_operands(const explain_args *g)
     return o;
 }
 
-/* The shape key and thread count a real call plans with: op_gemm_key
- * reads the strides the API derives from the transposes, so a 1-wide
- * transposed operand counts as not transposed, as it does there. */
-static void plan_like_a_call(tessel_ctx *ctx, const explain_args *g, gemm_shape *shape,
-                             gemm_plan *plan)
+/* The plan a real call makes: the same shape key and thread count
+ * (op_gemm_key reads the strides the API derives from the transposes, so a
+ * 1-wide transposed operand counts as not transposed, as it does there),
+ * and the same sources, a tuned plan before the planner's. */
+static const char *plan_like_a_call(tessel_ctx *ctx, const explain_args *g,
+                                    gemm_shape *shape, gemm_plan *plan)
 {
     operands o = describe_operands(g);
     bool ta = g->transa == 'T', tb = g->transb == 'T';
@@ -143,7 +144,16 @@ static void plan_like_a_call(tessel_ctx *ctx, const explain_args *g, gemm_shape 
                       .b_rs = tb ? 1 : o.ldb, .b_cs = tb ? o.ldb : 1, .ldc = o.ldc};
     int threads;
     op_gemm_key(&env, &call, 1, shape, &threads);
+    /* As the API's miss path: a tuned plan stored for the shape first. */
+    const plan_choice *tuned =
+        threads == ctx->threads ? tune_plans_find(&ctx->tuned, shape) : NULL;
+    if (tuned) {
+        plan_gemm_choice(env.model, shape, threads, tuned, plan);
+        return "a tuned plan from the tuning database (`tessel tune --shapes`)";
+    }
     plan_gemm(env.model, shape, threads, plan);
+    return env.model->cost.calibrated ? "the calibrated model: the cheapest predicted variant"
+                                      : "the analytic model's rules (not calibrated)";
 }
 
 /* Median seconds of the timed tessel_sgemm calls after a warm-up, their
@@ -210,7 +220,7 @@ static int explain(tessel_ctx *ctx, const explain_args *g)
     const plan_model *m = api_ctx_model(ctx);
     gemm_shape shape;
     gemm_plan plan;
-    plan_like_a_call(ctx, g, &shape, &plan);
+    const char *source = plan_like_a_call(ctx, g, &shape, &plan);
     int64_t nregions = plan_regions(&plan, &shape, NULL, 0);
     plan_region *regions = malloc((size_t)(nregions > 0 ? nregions : 1) * sizeof *regions);
     if (!regions) {
@@ -225,6 +235,9 @@ static int explain(tessel_ctx *ctx, const explain_args *g)
     explain_print_hardware(m);
     explain_print_candidates(m, &plan);
     explain_print_blocking(m, &plan, &shape);
+    char knobs[96];
+    plan_choice_format(&plan.choice, knobs, sizeof knobs);
+    printf("source    %s: %s\n", source, knobs);
     printf("\n");
     explain_print_plan(m, &plan, &shape, regions, nregions);
     explain_picture pic = {.plan = &plan, .regions = regions, .nregions = nregions,
