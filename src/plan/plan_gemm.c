@@ -364,8 +364,16 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     plan_choice variants[16];
     int n = plan_variants(m, s, threads, variants, 16);
     gemm_plan candidate;
+    const plan_choice rules_used = p->choice;
     for (int i = 1; i < n; i++) {
-        plan_gemm_choice(m, s, threads, &variants[i], &candidate);
+        /* A variant that asks for what the rules chose already is the
+         * rules' plan: not planned twice. */
+        const plan_choice *v = &variants[i];
+        bool same_b = v->pack_b && v->pack_b == rules_used.pack_b;
+        bool same_split = v->split && v->split == rules_used.split;
+        if (same_b || same_split)
+            continue;
+        plan_gemm_choice(m, s, threads, v, &candidate);
         if (candidate.predicted_seconds < p->predicted_seconds)
             memcpy(p, &candidate, sizeof candidate);
     }
