@@ -98,6 +98,15 @@ double cli_median(double *x, int n)
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
+int cli_parse_trans(const char *text, char *transa, char *transb)
+{
+    if (strlen(text) != 2 || !strchr("NnTt", text[0]) || !strchr("NnTt", text[1]))
+        return -1;
+    *transa = text[0] == 'n' || text[0] == 'N' ? 'N' : 'T';
+    *transb = text[1] == 'n' || text[1] == 'N' ? 'N' : 'T';
+    return 0;
+}
+
 int cli_context(tessel_ctx **ctx, int threads, int quiet)
 {
     tessel_status s = tessel_ctx_create(ctx, threads);

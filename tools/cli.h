@@ -51,6 +51,10 @@ double cli_median(double *x, int n);
  * -1 if it is not a number, has trailing characters, or is out of range. */
 int cli_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);
 
+/* Parses a --trans value, two of N/n/T/t ("NT"), into upper-case flags;
+ * 0 on success, -1 otherwise. */
+int cli_parse_trans(const char *text, char *transa, char *transb);
+
 /* Parses all of `text` as a finite float; 0 on success, -1 otherwise. */
 int cli_parse_float(const char *text, float *out);
 

@@ -51,11 +51,6 @@ typedef struct explain_args {
     bool measure;
 } explain_args;
 
-static char upper(char c)
-{
-    return c == 'n' ? 'N' : c == 't' ? 'T' : c;
-}
-
 /* Fills *a; returns CLI_OK, CLI_USAGE after saying why, or -1 after the
  * help (not an error). */
 static int parse_args(int argc, char **argv, explain_args *a)
@@ -74,11 +69,8 @@ static int parse_args(int argc, char **argv, explain_args *a)
         } else if (strcmp(arg, "--no-measure") == 0) {
             a->measure = false;
         } else if ((r = cli_take_value(argc, argv, &i, "--trans", &value)) != 0) {
-            if (r < 0 || strlen(value) != 2 || !strchr("NnTt", value[0]) ||
-                !strchr("NnTt", value[1]))
+            if (r < 0 || cli_parse_trans(value, &a->transa, &a->transb) != 0)
                 return cli_usage_error("explain", usage, "--trans takes two of N/T, e.g. NT");
-            a->transa = upper(value[0]);
-            a->transb = upper(value[1]);
         } else if ((r = cli_take_value(argc, argv, &i, "--threads", &value)) != 0) {
             int64_t t;
             if (r < 0 || cli_parse_i64(value, 0, 1 << 20, &t) != 0)
@@ -144,14 +136,8 @@ static const char *plan_like_a_call(tessel_ctx *ctx, const explain_args *g,
                       .b_rs = tb ? 1 : o.ldb, .b_cs = tb ? o.ldb : 1, .ldc = o.ldc};
     int threads;
     op_gemm_key(&env, &call, 1, shape, &threads);
-    /* As the API's miss path: a tuned plan stored for the shape first. */
-    const plan_choice *tuned =
-        threads == ctx->threads ? tune_plans_find(&ctx->tuned, shape) : NULL;
-    if (tuned) {
-        plan_gemm_choice(env.model, shape, threads, tuned, plan);
+    if (api_plan_for(ctx, shape, threads, plan))
         return "a tuned plan from the tuning database (`tessel tune --shapes`)";
-    }
-    plan_gemm(env.model, shape, threads, plan);
     return env.model->cost.calibrated ? "the calibrated model: the cheapest predicted variant"
                                       : "the analytic model's rules (not calibrated)";
 }

@@ -76,11 +76,8 @@ static int parse_args(int argc, char **argv, gemm_args *a)
         } else if (strcmp(arg, "--csv") == 0) {
             a->csv = true;
         } else if ((r = cli_take_value(argc, argv, &i, "--trans", &value)) != 0) {
-            if (r < 0 || strlen(value) != 2 || !strchr("NnTt", value[0]) ||
-                !strchr("NnTt", value[1]))
+            if (r < 0 || cli_parse_trans(value, &a->transa, &a->transb) != 0)
                 return cli_usage_error("gemm", usage, "--trans takes two of N/T, e.g. NT");
-            a->transa = (char)(value[0] == 'n' || value[0] == 't' ? value[0] - 32 : value[0]);
-            a->transb = (char)(value[1] == 'n' || value[1] == 't' ? value[1] - 32 : value[1]);
         } else if ((r = cli_take_value(argc, argv, &i, "--threads", &value)) != 0) {
             int64_t t;
             if (r < 0 || cli_parse_i64(value, 0, 1 << 20, &t) != 0)

@@ -45,6 +45,12 @@ void api_clear_error(void);
  * *status. */
 tessel_ctx *api_resolve_ctx(tessel_ctx *ctx, tessel_status *status);
 
+/* The plan for a shape the cache does not hold: the tuned plan stored for
+ * it, else the planner's from the context's model. This is the one place
+ * a miss is served (and `tessel explain` asks it too); true if the plan
+ * was a tuned one. */
+bool api_plan_for(tessel_ctx *ctx, const gemm_shape *shape, int threads, gemm_plan *plan);
+
 /* The model a context plans with (the CLI shows it). */
 const plan_model *api_ctx_model(const tessel_ctx *ctx);
 

@@ -96,10 +96,7 @@ static bool batch_outputs_disjoint(const matrix_arg *c, int64_t batch)
     return c->stride >= c->cols && (batch - 1) * c->stride + c->cols <= c->ld;
 }
 
-/* The plan for a shape the cache does not hold: the tuned plan stored for
- * it, else the planner's from the context's model. This is the one place
- * a miss is served. */
-static void plan_for(tessel_ctx *ctx, const gemm_shape *shape, int threads, gemm_plan *plan)
+bool api_plan_for(tessel_ctx *ctx, const gemm_shape *shape, int threads, gemm_plan *plan)
 {
     /* A tuned plan was measured for the context's thread count; a call
      * planned for fewer threads (small batched matrices) takes the model's. */
@@ -108,6 +105,7 @@ static void plan_for(tessel_ctx *ctx, const gemm_shape *shape, int threads, gemm
         plan_gemm_choice(&ctx->model, shape, threads, tuned, plan);
     else
         plan_gemm(&ctx->model, shape, threads, plan);
+    return tuned != NULL;
 }
 
 /* The plan for a shape key: from the cache, or made and stored. Two
@@ -119,7 +117,7 @@ static void cached_plan(tessel_ctx *ctx, const gemm_shape *shape, int threads,
     plan_key key = plan_key_make(shape, threads);
     if (plan_cache_lookup(ctx->plans, &key, plan))
         return;
-    plan_for(ctx, shape, threads, plan);
+    api_plan_for(ctx, shape, threads, plan);
     plan_cache_insert(ctx->plans, &key, plan);
 }
 

@@ -70,7 +70,9 @@ double cost_predict(const cost_model *cm, const double *f)
     return t;
 }
 
-double cost_bandwidth_for(const cost_model *cm, const hw_profile *hw, double bytes)
+/* Bandwidth (bytes/s) of the level a block of `bytes` lives in: L2 if it
+ * fits one core's L2, L3 if it fits the L3, else DRAM. */
+static double bandwidth_for(const cost_model *cm, const hw_profile *hw, double bytes)
 {
     const hw_cache *l2 = hw_data_cache(hw, 2);
     const hw_cache *l3 = hw_data_cache(hw, 3);
@@ -106,7 +108,7 @@ static double memory_seconds(const plan_model *m, const gemm_shape *s, const gem
     if (p->pack_b && !s->prepacked_kc && p->split == 'M')
         passes = threads;
     double bytes = a + c + b * passes;
-    return bytes / cost_bandwidth_for(cm, &m->hw, a + b + c);
+    return bytes / bandwidth_for(cm, &m->hw, a + b + c);
 }
 
 void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_plan *p,

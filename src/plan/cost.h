@@ -71,8 +71,4 @@ double cost_predict(const cost_model *cm, const double *f);
 int cost_model_format(const cost_model *cm, char *buf, size_t len);
 int cost_model_parse(const char *text, cost_model *cm);
 
-/* Bandwidth (bytes/s) of the level a block of `bytes` lives in: L2 if it
- * fits one core's L2, L3 if it fits the L3, else DRAM. */
-double cost_bandwidth_for(const cost_model *cm, const hw_profile *hw, double bytes);
-
 #endif /* TESSEL_COST_H */

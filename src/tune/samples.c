@@ -41,15 +41,6 @@ gemm_shape tune_training_shape(uint64_t seed, int i)
     return s;
 }
 
-void tune_refeature(const plan_model *m, tune_sample *s, int n)
-{
-    for (int i = 0; i < n; i++) {
-        gemm_plan p;
-        plan_gemm_choice(m, &s[i].shape, s[i].threads, &s[i].choice, &p);
-        plan_cost_features(m, &s[i].shape, &p, s[i].features);
-    }
-}
-
 int tune_collect(tune_bench *b, const plan_model *m, uint64_t seed, int n, double seconds,
                  tune_sample *out, tune_progress_fn progress, void *arg)
 {

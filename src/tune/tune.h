@@ -65,10 +65,6 @@ gemm_shape tune_training_shape(uint64_t seed, int i);
 int tune_collect(tune_bench *b, const plan_model *m, uint64_t seed, int n, double seconds,
                  tune_sample *out, tune_progress_fn progress, void *arg);
 
-/* Fills samples' features again for model m (after its tile scales or
- * machine numbers changed). */
-void tune_refeature(const plan_model *m, tune_sample *s, int n);
-
 /* Fits the weights: least squares on relative error, weights >= 0, pulled
  * towards `prior` with strength `lambda` (0 = plain fit). */
 void tune_fit(const tune_sample *s, int n, const double *prior, double lambda, double overlap,
