@@ -471,6 +471,27 @@ static void exact_cases(void)
         }
 }
 
+/* Leading dimensions of A that are multiples of a large power of two put
+ * a tile's rows on few L1 sets, and the planner then packs A tile by tile
+ * (rule 5): tall and short M, prime N and K below lda, every tile height
+ * in the DP's remainder, alpha/beta and NaN in C. */
+static void aliased_lda_cases(void)
+{
+    static const int64_t ldas[] = {1024, 1536, 2048, 3072};
+    static const int64_t ms[] = {29, 97, 255};
+    test_rng r = {0xa11a5};
+    for (int li = 0; li < 4; li++)
+        for (int mi = 0; mi < 3; mi++) {
+            int64_t K = li % 2 ? ldas[li] : test_rng_range(&r, 1, 97);
+            gemm_case gc = gemm_case_tight('N', li == 3 ? 'T' : 'N', ms[mi],
+                                           test_rng_range(&r, 1, 80), K, random_alpha(&r),
+                                           random_beta(&r));
+            gc.lda = ldas[li];
+            gc.nan_c = gc.beta == 0.0f;
+            run_case(&gc);
+        }
+}
+
 /* Lowercase flags once, alongside the uppercase ones. */
 static void lowercase_cases(void)
 {
@@ -561,6 +582,41 @@ static void large_cases(void)
         }
 }
 
+/* Plans split along M over threads share one packed B per (jc, pc) block
+ * and hand out row tiles one at a time (ops/gemm.c): more column blocks
+ * than one (N past nc, here 2048 wide at most), several k blocks, a masked
+ * last panel, a batch (blocks numbered across matrices), B^T packed, A
+ * packed; at 2, 3 and 8 threads, 8 more than this machine's cores. */
+static void shared_b_cases(void)
+{
+    static const struct {
+        char ta, tb;
+        int64_t M, N, K, batch;
+    } cases[] = {
+        {'N', 'N', 100, 2090, 450, 1}, {'N', 'T', 257, 300, 700, 2}, {'T', 'N', 61, 97, 1000, 1},
+        {'N', 'N', 300, 64, 1537, 1},
+    };
+    static const int threads[] = {2, 3, 8};
+    test_rng r = {0x5a4ed};
+    for (int t = 0; t < 3; t++) {
+        tessel_ctx *ctx = NULL;
+        tessel_status s = tessel_ctx_create(&ctx, threads[t]);
+        CHECK(s == TESSEL_OK, "tessel_ctx_create(%d): %s", threads[t], tessel_status_str(s));
+        if (s != TESSEL_OK)
+            return;
+        for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+            gemm_case gc = gemm_case_tight(cases[i].ta, cases[i].tb, cases[i].M, cases[i].N,
+                                           cases[i].K, random_alpha(&r), random_beta(&r));
+            gc.ldc += 3;
+            if (cases[i].batch > 1)
+                gemm_case_batch(&gc, cases[i].batch, 5);
+            gc.nan_c = gc.beta == 0.0f;
+            run_on(ctx, &gc);
+        }
+        tessel_ctx_destroy(ctx);
+    }
+}
+
 void suite_gemm(void)
 {
     static const int threads[N_CTX] = {0, 1, 2, 3};
@@ -577,10 +633,12 @@ void suite_gemm(void)
     case_index = 0;
     exact_cases();
     lowercase_cases();
+    aliased_lda_cases();
     batched_cases();
     grid_cases();
     random_cases(2400);
     large_cases();
+    shared_b_cases();
     for (int c = 1; c < N_CTX; c++)
         tessel_ctx_destroy(contexts[c]);
 }

@@ -22,7 +22,7 @@ static void print_help(void)
            "flags and the ISA in use (after TESSEL_ISA), vector width, caches,\n"
            "cores, clock, FMA peak per core, FMA latency and issue rate, read\n"
            "bandwidth per memory level, fingerprint; then the model's blocking\n"
-           "(mr, nr, kc, mc, nc) for a default context.\n\n"
+           "(mr, nr, kc, nc) for a default context.\n\n"
            "  --json   print one JSON object instead of text\n",
            usage);
 }
@@ -98,8 +98,8 @@ static void print_text(const hw_profile *p, const plan_model *m, int threads)
         printf(" %s %.1f%s", level_names[l], p->read_gbs[l],
                l + 1 < HW_LEVEL_COUNT ? "," : " GB/s (one core)\n");
     printf("fingerprint  %016llx\n", (unsigned long long)p->fingerprint);
-    printf("model        mr %d, nr %d, kc %lld, mc %lld, nc %lld (%s, %d threads)\n", m->mr,
-           m->nr, (long long)m->kc, (long long)m->mc, (long long)m->nc, hw_isa_name(m->hw.isa),
+    printf("model        mr %d, nr %d, kc %lld, nc %lld (%s, %d threads)\n", m->mr,
+           m->nr, (long long)m->kc, (long long)m->nc, hw_isa_name(m->hw.isa),
            threads);
 }
 
@@ -147,9 +147,9 @@ static void print_json(const hw_profile *p, const plan_model *m, int threads)
     /* A string: 64-bit integers lose precision in many JSON readers. */
     printf("}, \"fingerprint\": \"%016llx\"", (unsigned long long)p->fingerprint);
     printf(", \"model\": {\"isa\": \"%s\", \"threads\": %d, \"mr\": %d, \"nr\": %d, "
-           "\"kc\": %lld, \"mc\": %lld, \"nc\": %lld}}\n",
+           "\"kc\": %lld, \"nc\": %lld}}\n",
            hw_isa_name(m->hw.isa), threads, m->mr, m->nr, (long long)m->kc,
-           (long long)m->mc, (long long)m->nc);
+           (long long)m->nc);
 }
 
 int cmd_probe(int argc, char **argv)

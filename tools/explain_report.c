@@ -114,15 +114,16 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
            "micro-panels pass%s\n", (long long)p->nc, block, l2,
            !p->pack_b && p->nc < m->nc ? "; capped to half the L2: B is read in place, its "
                                          "rows far apart" : "");
-    const hw_cache *l3 = hw_data_cache(&m->hw, 3);
-    char share[24] = "default";
-    if (l3)
-        format_bytes((double)l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1), share,
-                     sizeof share);
-    int64_t mblocks = (s->M + p->mc - 1) / p->mc;
-    printf("          mc %lld: the mc x kc block of A fits this core's share of the L3 (%s); "
-           "M = %lld is %lld block%s\n", (long long)p->mc, share, (long long)s->M,
-           (long long)mblocks, mblocks == 1 ? "" : "s");
+    /* Rule 5: what a tile's rows of A read in place do to the L1 sets. */
+    if (!s->transa) {
+        int rows = model_rows_per_set(&m->l1, s->K * (int64_t)sizeof(float), mr);
+        printf("          mc = %d (one row tile): its A micro-panel is used while the B block "
+               "streams by; with lda = K = %lld its %d rows put up to %d on one of L1's sets "
+               "(%s half its %d ways)\n", mr, (long long)s->K, mr, rows,
+               rows > m->l1.ways / 2 ? "over" : "within", m->l1.ways);
+    } else {
+        printf("          mc = %d (one row tile), packed just before its row of B panels\n", mr);
+    }
 }
 
 /* Cycles per k step of one tile of a region, at the model's rates. */
@@ -180,6 +181,9 @@ static void print_threads(const plan_model *m, const gemm_plan *p, const plan_re
     }
     printf("threads   %d, split along %s:\n", p->threads,
            p->split == 'M' ? "M (row tiles)" : p->dot ? "N (column tiles)" : "N (panels)");
+    if (p->split == 'M' && p->threads > 1 && !p->dot)
+        printf("          (the threads pack one shared B per block and take its row tiles one\n"
+               "          at a time, so each runs about the share below, more if it is faster)\n");
     for (int t = 0; t < p->threads && t < SHOWN; t++) {
         int64_t first = -1, last = -1;
         for (int64_t i = 0; i < nregions; i++) {
@@ -214,8 +218,10 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                "%d x %d tiles\n", p->dot_mr, p->dot_nj);
     else
         printf("plan      packed path: A %s; B %s\n",
-               p->pack_a ? "packed (op(A) = A^T: its rows lie a leading dimension apart)"
-                         : "read in place",
+               !p->pack_a ? "read in place"
+               : s->transa ? "packed tile by tile (op(A) = A^T: its rows lie a leading "
+                             "dimension apart)"
+                           : "packed tile by tile (its rows crowd a few L1 sets)",
                p->pack_b ? "packed into nr-wide panels"
                          : "read in place (copying it would cost more than reading in place)");
     print_rows_and_columns(p, s);

@@ -23,7 +23,11 @@ enum { UK_MAX_MR = 16, UK_MAX_NV = 4, UK_DOT_MAX_MR = 4, UK_DOT_MAX_NJ = 8 };
  * micro-panel is the nr floats at b + p * b_rs, readable in full even past
  * n (packed panels are zero-filled there). B read in place has rows far
  * apart, which hardware prefetchers do not follow: b_prefetch asks for the
- * row that many steps ahead. The tile's top-left element of C is c. Only m x n of the tile is written; beta == 0 never reads C. */
+ * row that many steps ahead. With b_copy set, the ukernel also stores
+ * each row of B it reads at b_copy + p * nr: a full-width B panel read
+ * in place comes out packed for the tiles after it. The tile's top-left
+ * element of C is c. Only m x n of the tile is written; beta == 0 never
+ * reads C. */
 typedef struct ukernel_args {
     int64_t k;
     const float *a;
@@ -31,6 +35,7 @@ typedef struct ukernel_args {
     const float *b;
     int64_t b_rs;
     int b_prefetch;  /* rows of B to prefetch ahead (B read in place), or 0 */
+    float *b_copy;   /* where to store the B rows read, packed; or NULL */
     float *c;
     int64_t ldc;
     float alpha, beta;

@@ -44,6 +44,49 @@ uk_update_edge(const float *tile, int tile_ld, const ukernel_args *args)
     }
 }
 
+/* The k loop: acc += A micro-panel x B micro-panel. With copy_b the B
+ * rows, read in place, are also stored as a packed panel at b_copy (nr
+ * floats a row), so the first row tile packs B for the ones after it
+ * while its loads are in flight anyway. */
+static inline __attribute__((always_inline)) void
+uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
+          const ukernel_args *args, uk_vec acc[UK_MAX_MR][UK_MAX_NV])
+{
+    const float *a = args->a;
+    const float *b = args->b;
+    float *b_copy = args->b_copy;
+    const int64_t a_rs = a_packed ? 1 : args->a_rs;
+    const int64_t a_step = a_packed ? mr : args->a_cs;
+    const int64_t b_rs = args->b_rs;
+
+    const int64_t b_ahead = args->b_prefetch * b_rs;
+    for (int64_t p = 0; p < args->k; p++) {
+        if (b_ahead)
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                __builtin_prefetch(b + b_ahead + v * UK_VEC_FLOATS);
+        uk_vec bv[UK_MAX_NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            bv[v] = uk_load(b + v * UK_VEC_FLOATS);
+        if (copy_b) {
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                uk_store(b_copy + v * UK_VEC_FLOATS, bv[v]);
+            b_copy += nv * UK_VEC_FLOATS;
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            float ai = a[i * a_rs];
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                acc[i][v] += ai * bv[v];
+        }
+        a += a_step;
+        b += b_rs;
+    }
+}
+
 static inline __attribute__((always_inline)) void
 ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args *args)
 {
@@ -62,32 +105,12 @@ ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args 
         for (int v = 0; v < nv; v++)
             __builtin_prefetch(args->c + i * args->ldc + v * UK_VEC_FLOATS, 1);
 
-    const float *a = args->a;
-    const float *b = args->b;
-    const int64_t a_rs = a_packed ? 1 : args->a_rs;
-    const int64_t a_step = a_packed ? mr : args->a_cs;
-    const int64_t b_rs = args->b_rs;
-
-    const int64_t b_ahead = args->b_prefetch * b_rs;
-    for (int64_t p = 0; p < args->k; p++) {
-        if (b_ahead)
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++)
-                __builtin_prefetch(b + b_ahead + v * UK_VEC_FLOATS);
-        uk_vec bv[UK_MAX_NV];
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++)
-            bv[v] = uk_load(b + v * UK_VEC_FLOATS);
-#pragma GCC unroll 16
-        for (int i = 0; i < mr; i++) {
-            float ai = a[i * a_rs];
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++)
-                acc[i][v] += ai * bv[v];
-        }
-        a += a_step;
-        b += b_rs;
-    }
+    /* Two copies of the k loop, so that the one that also packs B costs
+     * the other nothing. */
+    if (args->b_copy)
+        uk_k_loop(mr, nv, a_packed, 1, args, acc);
+    else
+        uk_k_loop(mr, nv, a_packed, 0, args, acc);
 
     if (args->m < mr || args->n < nv * UK_VEC_FLOATS) {
         float tile[UK_MAX_MR * UK_MAX_NV * UK_VEC_FLOATS];

@@ -1,24 +1,25 @@
 /*
- * gemm.c - the GEMM operator: the five-loop nest of Goto and van de Geijn
+ * gemm.c - the GEMM operator: the loop nest of Goto and van de Geijn
  * around the ukernels, executing a plan.
  *
- *   for jc in N by nc:            (this thread's columns)
+ *   for jc in N by nc:            (this share's columns)
  *     for pc in K by kc:          B[pc.., jc..]: kc x nc, stays in L2 (packed
  *                                 into panels, or read in place, per the plan)
- *       for ic in M by ~mc:       row tiles of the plan's heights (A packed
- *                                 only when transposed)
- *         for ir: for jr:         ukernel(tile ir, panel jr)
+ *       for ir in row tiles:      the plan's heights; A packed tile by tile
+ *                                 when transposed or its rows alias in L1
+ *         for jr in panels:       ukernel(tile ir, panel jr)
  *
  * Small M with B transposed runs dot-product tiles instead (run_dot_share),
  * reading both operands in place.
  *
  * The A micro-panel of tile ir stays in L1 while the B micro-panels stream
  * past it, so each tile writes C along its rows, where hardware prefetchers
- * and the TLB keep up. Each thread runs the nest on its own share (rows or
- * columns, as the plan split them) with its own packed buffers, so threads
- * never wait for each other. Small batched matrices instead run whole
- * matrices per thread.
+ * and the TLB keep up. A plan split along N gives each thread its columns
+ * and its own packed B (run_share); one split along M runs one shared B
+ * per block and hands out row tiles (run_shared_b). Small batched matrices
+ * instead run whole matrices per thread.
  */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,13 @@
  * so batches of such matrices are split over the batch instead. */
 static const double SMALL_MATRIX_FLOPS = 4e6;
 
+/* Progress of one (jc, pc) block of a shared-B run, counted by the tasks:
+ * B panels claimed and packed, row tiles claimed and done. */
+typedef struct {
+    atomic_int panels_claimed, panels_packed;
+    atomic_int tiles_claimed, tiles_done;
+} block_progress;
+
 typedef struct {
     const gemm_call *call;
     const gemm_plan *plan;
@@ -38,6 +46,12 @@ typedef struct {
     float *scratch;       /* per-task slices of scratch_floats */
     int64_t scratch_floats;
     int64_t a_floats, b_floats; /* within a slice: packed A block, packed B block */
+    /* Shared-B runs (plans split along M over threads): two B blocks all
+     * tasks use, alternating by block, and each block's progress. */
+    bool shared_b;
+    float *shared_b_bufs[2];
+    block_progress *progress;
+    int64_t blocks;       /* (jc, pc) blocks of one matrix */
 } gemm_job;
 
 static int64_t round_up(int64_t x, int64_t to)
@@ -67,33 +81,55 @@ static void scale_c(const gemm_call *c)
     }
 }
 
-/* Prepares the B panels of one (jc, pc) block: packs them into b_buf, or
- * finds them in the pre-packed weights, or leaves them in place (rows of
- * op(B) are contiguous then) except a masked last panel, which is packed
- * so that the ukernel's full-width loads stay inside B. */
-static void prepare_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t nb,
-                      int64_t pc, int64_t kb, float *b_buf)
+/* Whether the B panels of a block are packed by the block's first row
+ * tile as it reads them (the ukernel's b_copy), instead of in a pass of
+ * their own before it: rows of op(B) must be contiguous. The copy then
+ * rides on loads the product makes anyway, where a separate pass reads
+ * all of B once more (measured: 7% of 384x3072x768). */
+static bool packs_on_first_use(const gemm_call *c, const gemm_plan *p)
 {
-    if (c->packed)
-        return;
-    const float *b_block = c->B + pc * c->b_rs + jc * c->b_cs;
-    int64_t panels = (nb + p->nr - 1) / p->nr;
-    for (int64_t jr = p->pack_b ? 0 : panels - 1; jr < panels; jr++) {
-        int cols = (int)min64(p->nr, nb - jr * p->nr);
-        if (!p->pack_b && cols == p->nr)
-            break;
-        ukernel_pack_b(panel_width(p, cols), cols, kb, b_block + jr * p->nr * c->b_cs, c->b_rs,
-                       c->b_cs, p->pack_b ? b_buf + jr * p->nr * kb : b_buf);
-    }
+    return p->pack_b && !c->packed && c->b_cs == 1;
 }
 
-/* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide. */
+/* Prepares B panel jr of the (jc, pc) block, nb columns from jc: packs
+ * it into b_buf, unless the pre-packed weights hold it, or it is a full
+ * panel left in place (rows of op(B) contiguous) or to the first row tile
+ * to pack (first_use). A masked last panel is always packed, so that the
+ * ukernel's full-width loads stay inside B. */
+static void prepare_b_panel(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t nb,
+                            int64_t pc, int64_t kb, int64_t jr, bool first_use, float *b_buf)
+{
+    int cols = (int)min64(p->nr, nb - jr * p->nr);
+    if (c->packed || (cols == p->nr && (!p->pack_b || first_use)))
+        return;
+    const float *panel = c->B + pc * c->b_rs + (jc + jr * p->nr) * c->b_cs;
+    ukernel_pack_b(panel_width(p, cols), cols, kb, panel, c->b_rs, c->b_cs,
+                   p->pack_b ? b_buf + jr * p->nr * kb : b_buf);
+}
+
+static void prepare_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t nb,
+                      int64_t pc, int64_t kb, bool first_use, float *b_buf)
+{
+    int64_t panels = (nb + p->nr - 1) / p->nr;
+    for (int64_t jr = 0; jr < panels; jr++)
+        prepare_b_panel(c, p, jc, nb, pc, kb, jr, first_use, b_buf);
+}
+
+/* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide;
+ * the first row tile of a block that packs on first use reads full panels
+ * in place and leaves them packed in b_buf. */
 static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t jr,
-                       int cols, int64_t pc, int64_t kb, const float *b_buf, ukernel_args *args)
+                       int cols, int64_t pc, int64_t kb, float *b_buf, bool first_tile,
+                       ukernel_args *args)
 {
     args->b_rs = panel_width(p, cols);
     args->b_prefetch = p->b_prefetch;
-    if (c->packed) {
+    args->b_copy = NULL;
+    if (first_tile && cols == p->nr && packs_on_first_use(c, p)) {
+        args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
+        args->b_rs = c->b_rs;
+        args->b_copy = b_buf + jr * p->nr * kb;
+    } else if (c->packed) {
         int64_t panel = jc / p->nr + jr;
         args->b = c->packed->data + pc * c->packed->n_padded + panel * p->nr * kb;
     } else if (p->pack_b) {
@@ -106,77 +142,101 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     }
 }
 
-/* The loop nest over one share: row tiles [t0, t1), columns [n0, n1). */
+/* One (jc, pc) block of B: columns [jc, jc + nb), rows [pc, pc + kb). */
+typedef struct {
+    int64_t jc, nb, pc, kb;
+} b_block;
+
+/* Row tile t across the block's B panels. Its A micro-panel (packed just
+ * before, when the plan packs A) stays in L1 while the B micro-panels
+ * stream past it from L2, and C is written along its rows. */
+static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk, int64_t t,
+                     bool first_tile, float *a_buf, float *b_buf)
+{
+    int64_t r;
+    int mr;
+    plan_tile_rows(p, t, &r, &mr);
+    ukernel_desc desc = {.isa = p->isa, .a_packed = p->pack_a, .mr = mr};
+    ukernel_args args = {.ldc = c->ldc, .alpha = c->alpha, .k = blk->kb, .m = mr,
+                         .beta = blk->pc == 0 ? c->beta : 1.0f};
+    const tessel_epilogue *epi = blk->pc + blk->kb == c->K ? c->epilogue : NULL;
+    const float *a = c->A + r * c->a_rs + blk->pc * c->a_cs;
+    if (p->pack_a) {
+        ukernel_pack_a(mr, blk->kb, a, c->a_rs, c->a_cs, a_buf);
+        args.a = a_buf;
+        args.a_rs = 1;
+        args.a_cs = mr;
+    } else {
+        args.a = a;
+        args.a_rs = c->a_rs;
+        args.a_cs = c->a_cs;
+    }
+    int64_t panels = (blk->nb + p->nr - 1) / p->nr;
+    for (int64_t jr = 0; jr < panels; jr++) {
+        int64_t col = blk->jc + jr * p->nr;
+        args.n = (int)min64(p->nr, blk->nb - jr * p->nr);
+        desc.nv = (args.n + p->vec - 1) / p->vec;
+        point_at_b(c, p, blk->jc, jr, args.n, blk->pc, blk->kb, b_buf, first_tile, &args);
+        args.c = c->C + r * c->ldc + col;
+        ukernel_lookup(&desc)(&args);
+        /* The tile is final and still in L1: finish it. */
+        if (epi)
+            ukernel_epilogue(args.c, c->ldc, mr, args.n, epi->bias ? epi->bias + col : NULL,
+                             epi->activation);
+    }
+}
+
+/* The loop nest over one share: row tiles [t0, t1), columns [n0, n1),
+ * with B blocks of its own (the first row tile of each packs it as it
+ * goes, where it can). */
 static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
                       int64_t n0, int64_t n1, float *a_buf, float *b_buf)
 {
-    ukernel_desc desc = {.isa = p->isa, .a_packed = p->pack_a};
-    ukernel_args args = {.ldc = c->ldc, .alpha = c->alpha};
-    const tessel_epilogue *epi = c->epilogue;
-
-    for (int64_t jc = n0; jc < n1; jc += p->nc) {
-        int64_t nb = min64(p->nc, n1 - jc);
-        int64_t panels = (nb + p->nr - 1) / p->nr;
+    bool first_use = packs_on_first_use(c, p);
+    for (int64_t jc = n0; jc < n1; jc += p->nc)
         for (int64_t pc = 0; pc < c->K; pc += p->kc) {
-            int64_t kb = min64(p->kc, c->K - pc);
-            bool last_k = pc + kb == c->K;
-            args.k = kb;
-            args.beta = pc == 0 ? c->beta : 1.0f;
-            prepare_b(c, p, jc, nb, pc, kb, b_buf);
+            b_block blk = {.jc = jc, .nb = min64(p->nc, n1 - jc), .pc = pc,
+                           .kb = min64(p->kc, c->K - pc)};
+            prepare_b(c, p, jc, blk.nb, pc, blk.kb, first_use, b_buf);
+            for (int64_t t = t0; t < t1; t++)
+                run_tile(c, p, &blk, t, t == t0 && first_use, a_buf, b_buf);
+        }
+}
 
-            int64_t tile = t0;
-            while (tile < t1) {
-                /* One mc block: whole tiles until mc rows are covered. */
-                int64_t rows = 0, tiles = 0, r;
-                int mr;
-                while (tile + tiles < t1 && (rows < p->mc || tiles == 0)) {
-                    plan_tile_rows(p, tile + tiles, &r, &mr);
-                    rows += mr;
-                    tiles++;
-                }
-                if (p->pack_a) {
-                    int64_t off = 0;
-                    for (int64_t t = 0; t < tiles; t++) {
-                        plan_tile_rows(p, tile + t, &r, &mr);
-                        ukernel_pack_a(mr, kb, c->A + r * c->a_rs + pc * c->a_cs, c->a_rs,
-                                       c->a_cs, a_buf + off);
-                        off += (int64_t)mr * kb;
-                    }
-                }
-                /* The A micro-panel stays in L1 while the B micro-panels
-                 * stream past it from L2, and C is written along its rows. */
-                int64_t off = 0;
-                for (int64_t t = 0; t < tiles; t++) {
-                    plan_tile_rows(p, tile + t, &r, &mr);
-                    desc.mr = mr;
-                    args.m = mr;
-                    if (p->pack_a) {
-                        args.a = a_buf + off;
-                        args.a_rs = 1;
-                        args.a_cs = mr;
-                    } else {
-                        args.a = c->A + r * c->a_rs + pc * c->a_cs;
-                        args.a_rs = c->a_rs;
-                        args.a_cs = c->a_cs;
-                    }
-                    for (int64_t jr = 0; jr < panels; jr++) {
-                        int64_t col = jc + jr * p->nr;
-                        args.n = (int)min64(p->nr, nb - jr * p->nr);
-                        desc.nv = (args.n + p->vec - 1) / p->vec;
-                        point_at_b(c, p, jc, jr, args.n, pc, kb, b_buf, &args);
-                        args.c = c->C + r * c->ldc + col;
-                        ukernel_lookup(&desc)(&args);
-                        /* The tile is final and still in L1: finish it. */
-                        if (last_k && epi)
-                            ukernel_epilogue(args.c, c->ldc, mr, args.n,
-                                             epi->bias ? epi->bias + col : NULL, epi->activation);
-                    }
-                    off += (int64_t)mr * kb;
-                }
-                tile += tiles;
+/* A plan split along M over threads, run with one B block shared by all
+ * tasks: per (jc, pc) block, the tasks claim B panels from a counter and
+ * pack them, wait until all are packed, wait until every tile of the
+ * block before is done (it wrote the same C, and its B buffer is the one
+ * the block after this reuses), then claim row tiles one at a time until
+ * none are left. B is read and packed once, not once per thread, and a
+ * thread the machine slows down simply takes fewer tiles: measured here,
+ * the two halves of a static split ended 10-20% apart. Tasks claim work
+ * until none is left and wait only for work already claimed, so a pool
+ * that runs them one after another (the first then does it all) is still
+ * correct. */
+static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix, float *a_buf)
+{
+    const gemm_plan *p = job->plan;
+    int64_t g = matrix * job->blocks; /* this block's number across the batch */
+    for (int64_t jc = 0; jc < c->N; jc += p->nc)
+        for (int64_t pc = 0; pc < c->K; pc += p->kc, g++) {
+            b_block blk = {.jc = jc, .nb = min64(p->nc, c->N - jc), .pc = pc,
+                           .kb = min64(p->kc, c->K - pc)};
+            block_progress *bp = &job->progress[g];
+            float *b_buf = job->shared_b_bufs[g % 2];
+            int panels = (int)((blk.nb + p->nr - 1) / p->nr);
+            for (int jr; (jr = atomic_fetch_add(&bp->panels_claimed, 1)) < panels;) {
+                prepare_b_panel(c, p, jc, blk.nb, pc, blk.kb, jr, false, b_buf);
+                atomic_fetch_add_explicit(&bp->panels_packed, 1, memory_order_release);
+            }
+            rt_wait_at_least(&bp->panels_packed, panels);
+            if (g > 0)
+                rt_wait_at_least(&job->progress[g - 1].tiles_done, (int)p->ntiles);
+            for (int t; (t = atomic_fetch_add(&bp->tiles_claimed, 1)) < p->ntiles;) {
+                run_tile(c, p, &blk, t, false, a_buf, b_buf);
+                atomic_fetch_add_explicit(&bp->tiles_done, 1, memory_order_release);
             }
         }
-    }
 }
 
 /* Dot-product plans: columns [n0, n1) in tiles of dot_nj rows of B^T,
@@ -244,7 +304,10 @@ static void gemm_task(void *opaque, int task, int ntasks)
     }
     for (int64_t i = 0; i < job->batch; i++) {
         gemm_call c = batch_entry(job, i);
-        run_plan_share(&c, job->plan, task, a_buf, b_buf);
+        if (job->shared_b)
+            run_shared_b(job, &c, i, a_buf);
+        else
+            run_plan_share(&c, job->plan, task, a_buf, b_buf);
     }
 }
 
@@ -256,6 +319,8 @@ void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_s
     *shape = (gemm_shape){.M = call->M, .N = call->N, .K = call->K,
                           .transa = call->a_cs != 1,
                           .transb = call->b_cs != 1,
+                          .a_rows_alias = call->a_cs == 1 &&
+                                          plan_a_rows_alias(env->model, call->a_rs),
                           .prepacked_kc = call->packed ? call->packed->kc : 0};
     *threads = small_batched ? 1 : env->threads;
 }
@@ -290,23 +355,44 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     job.split_batch = env->threads > 1 && batch > 1 && plan->threads == 1;
     int ntasks = job.split_batch ? (int)min64(env->threads, batch) : plan->threads;
 
-    /* Scratch for every task, acquired before anything is written. A block
-     * may overshoot mc by less than one tile. */
-    int64_t a_rows = min64(plan->mc, call->M) + UK_MAX_MR;
-    job.a_floats = plan->pack_a ? round_up(a_rows * plan->kc, 16) : 0;
+    job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot;
+
+    /* Scratch, acquired before anything is written: for every task, one
+     * packed A micro-panel and (unless shared) a packed B block; for a
+     * shared-B run, two B blocks and every block's progress counters. */
+    job.a_floats = plan->pack_a ? round_up(UK_MAX_MR * plan->kc, 16) : 0;
     int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
     bool b_scratch = !call->packed && !plan->dot;
-    job.b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
+    int64_t b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
+    job.b_floats = job.shared_b ? 0 : b_floats;
     job.scratch_floats = job.a_floats + job.b_floats;
-    job.scratch = rt_buffer_acquire(env->buffers,
-                                    (size_t)(job.scratch_floats * ntasks) * sizeof(float));
+    int64_t shared_floats = job.shared_b ? 2 * b_floats : 0;
+    job.scratch = rt_buffer_acquire(
+        env->buffers, (size_t)(job.scratch_floats * ntasks + shared_floats) * sizeof(float));
     if (!job.scratch)
         return TESSEL_ERR_NO_MEMORY;
+    if (job.shared_b) {
+        job.shared_b_bufs[0] = job.scratch + job.scratch_floats * ntasks;
+        job.shared_b_bufs[1] = job.shared_b_bufs[0] + b_floats;
+        job.blocks = (call->N + plan->nc - 1) / plan->nc * ((call->K + plan->kc - 1) / plan->kc);
+        job.progress = malloc((size_t)(batch * job.blocks) * sizeof *job.progress);
+        if (!job.progress) {
+            rt_buffer_release(env->buffers, job.scratch);
+            return TESSEL_ERR_NO_MEMORY;
+        }
+        for (int64_t i = 0; i < batch * job.blocks; i++) {
+            atomic_init(&job.progress[i].panels_claimed, 0);
+            atomic_init(&job.progress[i].panels_packed, 0);
+            atomic_init(&job.progress[i].tiles_claimed, 0);
+            atomic_init(&job.progress[i].tiles_done, 0);
+        }
+    }
 
     if (ntasks > 1)
         rt_pool_run(env->pool, gemm_task, &job, ntasks);
     else
         gemm_task(&job, 0, 1);
+    free(job.progress);
     rt_buffer_release(env->buffers, job.scratch);
     return TESSEL_OK;
 }
@@ -344,7 +430,7 @@ struct tessel_packed_b *op_pack_b(const plan_model *model, const float *B, int64
     gemm_call call = {.B = B, .b_rs = b_rs, .b_cs = b_cs};
     for (int64_t pc = 0; pc < K; pc += pb->kc) {
         int64_t kb = min64(pb->kc, K - pc);
-        prepare_b(&call, &layout, 0, N, pc, kb, pb->data + pc * pb->n_padded);
+        prepare_b(&call, &layout, 0, N, pc, kb, false, pb->data + pc * pb->n_padded);
     }
     return pb;
 }

@@ -104,9 +104,6 @@ static double memory_seconds(const plan_model *m, const gemm_shape *s, const gem
     double passes = 1.0;
     if (p->dot && b_share > 0.5 * l2_bytes)
         passes = ceil((double)s->M / p->dot_mr);
-    /* A split along M packs all of B in every thread. */
-    if (p->pack_b && !s->prepacked_kc && p->split == 'M')
-        passes = threads;
     double bytes = a + c + b * passes;
     return bytes / bandwidth_for(cm, &m->hw, a + b + c);
 }
@@ -141,11 +138,12 @@ void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_pla
     f[COST_A_STREAM] = M * K * 4 * column_blocks / threads / l2;
     if (!p->pack_b)
         f[COST_B_IN_PLACE] = b_bytes / l2;
-    /* Copies read and write every element; a split along M packs all of B
-     * in every thread, a split along N all of A. */
+    /* Copies read and write every element. The threads of a split along M
+     * pack one shared B between them; a split along N packs all of A in
+     * every thread. A is packed tile by tile once per column block. */
     double copy_b = p->pack_b && !s->prepacked_kc ? K * N * 8 : 0.0;
-    double copy_a = p->pack_a ? M * K * 8 : 0.0;
-    double copied = p->split == 'M' ? copy_b + copy_a / threads : copy_a + copy_b / threads;
+    double copy_a = p->pack_a ? M * K * 8 * column_blocks : 0.0;
+    double copied = p->split == 'M' ? (copy_b + copy_a) / threads : copy_a + copy_b / threads;
     f[COST_PACK] = copied / (cm->pack_gbs * 1e9);
 }
 

@@ -1,8 +1,9 @@
 /*
  * model.c - the analytic model of DESIGN ("Register and cache blocking",
  * after Low, Igual, Smith and Quintana-Orti, TOMS 2016): which ukernel tile
- * keeps the FMA pipes busy within the register file, and which kc, mc, nc
- * keep each operand's block resident in its cache level. Everything here
+ * keeps the FMA pipes busy within the register file, which kc and nc keep
+ * each operand's block resident in its cache level, and when rows of A
+ * read in place would evict each other from L1. Everything here
  * depends only on the hardware profile, so plan_model_init runs once per
  * context and planning a shape is table lookups.
  */
@@ -43,6 +44,28 @@ static int64_t cache_sets(const hw_cache *c)
     return c->size_bytes / ((int64_t)c->ways * c->line_bytes);
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b != 0) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+int model_rows_per_set(const hw_cache *l1, int64_t row_stride_bytes, int mr)
+{
+    int64_t way_bytes = cache_sets(l1) * l1->line_bytes;
+    if (way_bytes <= 0 || mr <= 0)
+        return mr > 0 ? 1 : 0;
+    /* Row r starts r * stride bytes in, modulo a way: the starts cycle
+     * through way / gcd(stride mod way, way) distinct places. */
+    int64_t rest = row_stride_bytes % way_bytes;
+    int64_t places = way_bytes / gcd64(rest < 0 ? -rest : rest, way_bytes);
+    return (int)((mr + places - 1) / places);
+}
+
 int64_t model_kc(const hw_cache *l1, int mr, int nr)
 {
     int ways_b = model_l1_ways_for_b(l1->ways, mr, nr);
@@ -62,18 +85,6 @@ int64_t model_nc(const hw_cache *l2, int64_t kc, int mr, int nr)
     int64_t nc = ways_b * way_bytes / (kc * (int64_t)sizeof(float));
     nc -= nc % nr;
     return nc < nr ? nr : nc;
-}
-
-int64_t model_mc(const hw_cache *l3, int64_t kc, int mr)
-{
-    int sharing = l3->shared_by > 0 ? l3->shared_by : 1;
-    int64_t share = l3->size_bytes / sharing;
-    /* One way of the share stays free for the B block passing through. */
-    if (l3->ways > 1)
-        share -= share / l3->ways;
-    int64_t mc = kc > 0 ? share / (kc * (int64_t)sizeof(float)) : mr;
-    mc -= mc % mr;
-    return mc < mr ? mr : mc;
 }
 
 double model_tile_cycles(int mr, int nv, double fma_latency, double fma_per_cycle,
@@ -299,7 +310,6 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
 
     hw_cache l1 = model_l1(m);
     hw_cache l2 = cache_or_default(&m->hw, 2, 1 << 20, 8);
-    hw_cache l3 = cache_or_default(&m->hw, 3, 8 << 20, 16);
     choose_main_tile(m);
     choose_dot_tile(m);
     if (m->mr == 0 || m->dot_mr == 0)
@@ -307,8 +317,8 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     m->nr = m->nv * m->vec;
     m->kc = model_kc(&l1, m->mr, m->nr);
     m->nc = model_nc(&l2, m->kc, m->mr, m->nr);
-    m->mc = model_mc(&l3, m->kc, m->mr);
     m->l2_bytes = l2.size_bytes;
+    m->l1 = l1;
     build_row_dp(m);
     for (int nv = 1; nv <= UK_MAX_NV; nv++) {
         if (m->bulk_mr[nv] == 0)

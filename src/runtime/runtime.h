@@ -1,10 +1,12 @@
 /*
- * runtime.h - what the operators run on: a persistent thread pool and
- * per-thread aligned scratch memory for packed panels.
+ * runtime.h - what the operators run on: a persistent thread pool, a wait
+ * for the counters its tasks share, and aligned scratch memory for packed
+ * panels.
  */
 #ifndef TESSEL_RUNTIME_H
 #define TESSEL_RUNTIME_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 typedef struct rt_pool rt_pool;
@@ -34,6 +36,14 @@ void rt_buffers_destroy(rt_buffers *cache);
 /* A buffer of at least `bytes`, or NULL if memory ran out. */
 void *rt_buffer_acquire(rt_buffers *cache, size_t bytes);
 void rt_buffer_release(rt_buffers *cache, void *buffer);
+
+/* Returns once *counter >= target (read with acquire order, so what the
+ * threads that moved it wrote before is visible): spins a little, then
+ * yields the CPU between looks. For waits of microseconds between the
+ * tasks of one run, which all run at once or one after another (a
+ * counter a later task would move is never waited for by an earlier one
+ * in the second case; see ops/gemm.c). */
+void rt_wait_at_least(atomic_int *counter, int target);
 
 /* Seconds on the monotonic clock, for timing. */
 double rt_seconds(void);
