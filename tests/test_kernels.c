@@ -27,7 +27,7 @@ static bool kernel_case(ukernel_fn fn, int mr, int nr, bool packed, int64_t k, i
 {
     const int64_t lda = k + 3, ldc = nr + 5;
     float *a = calloc((size_t)(mr * lda + 1), sizeof(float));
-    float *a_packed = calloc((size_t)(mr * k + 1), sizeof(float));
+    float *a_packed = calloc((size_t)(mr * k + UK_PACK_SLACK), sizeof(float));
     float *b = calloc((size_t)(k * nr + 1), sizeof(float));
     float *c = calloc((size_t)(mr * ldc), sizeof(float));
     float *want = calloc((size_t)(mr * ldc), sizeof(float));
@@ -40,7 +40,7 @@ static bool kernel_case(ukernel_fn fn, int mr, int nr, bool packed, int64_t k, i
         abs_b[i] = fabsf(b[i] = test_rng_float(rng));
     for (int64_t i = 0; i < mr * ldc; i++)
         want[i] = c[i] = beta == 0.0f ? NAN : test_rng_float(rng);
-    ukernel_pack_a(mr, k, a, lda, 1, a_packed);
+    ukernel_pack_a(HW_ISA_GENERIC, mr, k, a, lda, 1, a_packed);
 
     ukernel_args args = {.k = k, .b = b, .b_rs = nr, .c = c, .ldc = ldc,
                          .alpha = alpha, .beta = beta, .m = m, .n = n};
@@ -165,39 +165,71 @@ static void every_dot_kernel(void)
     }
 }
 
-static void packing(void)
+static void packing(hw_isa isa)
 {
     float src[6 * 7], dst[8 * 7];
     for (int i = 0; i < 6 * 7; i++)
         src[i] = (float)i;
     /* A: a 3 x 4 block of a 6 x 7 matrix (rows 0..2, cols 0..3) */
-    ukernel_pack_a(3, 4, src, 7, 1, dst);
+    ukernel_pack_a(isa, 3, 4, src, 7, 1, dst);
     bool ok = true;
     for (int p = 0; p < 4; p++)
         for (int i = 0; i < 3; i++)
             ok = ok && dst[p * 3 + i] == src[i * 7 + p];
-    CHECK(ok, "pack_a strided rows");
-    ukernel_pack_a(3, 4, src, 1, 7, dst); /* transposed source */
+    CHECK(ok, "%s pack_a strided rows", hw_isa_name(isa));
+    ukernel_pack_a(isa, 3, 4, src, 1, 7, dst); /* transposed source */
     ok = true;
     for (int p = 0; p < 4; p++)
         for (int i = 0; i < 3; i++)
             ok = ok && dst[p * 3 + i] == src[p * 7 + i];
-    CHECK(ok, "pack_a contiguous columns");
+    CHECK(ok, "%s pack_a contiguous columns", hw_isa_name(isa));
     /* B: 5 of 8 columns, k 4, zero fill past n */
     for (int t = 0; t < 2; t++) {
         int64_t rs = t ? 1 : 7, cs = t ? 7 : 1;
-        ukernel_pack_b(8, 5, 4, src, rs, cs, dst);
+        ukernel_pack_b(isa, 8, 5, 4, src, rs, cs, dst);
         ok = true;
         for (int p = 0; p < 4; p++)
             for (int j = 0; j < 8; j++)
                 ok = ok && dst[p * 8 + j] == (j < 5 ? src[p * rs + j * cs] : 0.0f);
-        CHECK(ok, "pack_b %s with zero fill", t ? "transposed" : "rows");
+        CHECK(ok, "%s pack_b %s with zero fill", hw_isa_name(isa), t ? "transposed" : "rows");
     }
+}
+
+/* The register transpose on every panel width up to three vectors and a
+ * bit, every row count up to it, k across vector multiples; nothing is
+ * written past the panel and its slack (a guard float after them). */
+static void transposing(hw_isa isa)
+{
+    ukernel_transpose_fn fn = ukernel_transpose_lookup(isa);
+    enum { MAX_W = 51, MAX_K = 37, LD = 41 };
+    static float src[MAX_W * LD], dst[MAX_W * MAX_K + UK_PACK_SLACK + 1];
+    for (int i = 0; i < MAX_W * LD; i++)
+        src[i] = (float)(i + 1);
+    int failures = 0;
+    for (int w = 1; w <= MAX_W; w++)
+        for (int rows = w > 3 ? w - 3 : 1; rows <= w; rows++)
+            for (int k = 0; k <= MAX_K; k += k < 18 ? 1 : 19) {
+                for (int i = 0; i <= MAX_W * MAX_K + UK_PACK_SLACK; i++)
+                    dst[i] = -1.0f;
+                fn(w, rows, k, src, LD, dst);
+                bool ok = dst[w * k + UK_PACK_SLACK] == -1.0f;
+                for (int p = 0; p < k; p++)
+                    for (int i = 0; i < w; i++)
+                        ok = ok && dst[p * w + i] == (i < rows ? src[i * LD + p] : 0.0f);
+                if (!ok && failures++ < 3)
+                    CHECK(false, "%s transpose w %d rows %d k %d", hw_isa_name(isa), w, rows,
+                          k);
+            }
+    CHECK(failures == 0, "%s transposes: %d wrong", hw_isa_name(isa), failures);
 }
 
 void suite_kernels(void)
 {
-    packing();
+    for (int isa = 0; isa < HW_ISA_COUNT; isa++)
+        if (isa_runs_here((hw_isa)isa)) {
+            packing((hw_isa)isa);
+            transposing((hw_isa)isa);
+        }
     every_kernel();
     every_dot_kernel();
 }

@@ -1,25 +1,31 @@
 /*
  * pack.c - copies blocks of A and B into the contiguous micro-panel layouts
- * the ukernels stream through (see ukernel.h). Plain C: the compiler
- * vectorises the contiguous cases.
+ * the ukernels stream through (see ukernel.h). A source whose rows already
+ * run the panel's way is copied row by row; one that runs across it
+ * (op(A) rows contiguous along k, op(B) = B^T) goes through the ISA's
+ * register transpose (ukernel_template.h).
  */
 #include <string.h>
 
 #include "kernels/ukernel.h"
 
-void ukernel_pack_a(int mr, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst)
+void ukernel_pack_a(hw_isa isa, int mr, int64_t k, const float *src, int64_t rs, int64_t cs,
+                    float *dst)
 {
     if (rs == 1) { /* op(A) columns are contiguous: each k step copies mr floats */
         for (int64_t p = 0; p < k; p++)
             memcpy(dst + p * mr, src + p * cs, (size_t)mr * sizeof(float));
-        return;
+    } else if (cs == 1) { /* rows contiguous along k */
+        ukernel_transpose_lookup(isa)(mr, mr, k, src, rs, dst);
+    } else {
+        for (int64_t p = 0; p < k; p++)
+            for (int i = 0; i < mr; i++)
+                dst[p * mr + i] = src[i * rs + p * cs];
     }
-    for (int64_t p = 0; p < k; p++)
-        for (int i = 0; i < mr; i++)
-            dst[p * mr + i] = src[i * rs + p * cs];
 }
 
-void ukernel_pack_b(int nr, int n, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst)
+void ukernel_pack_b(hw_isa isa, int nr, int n, int64_t k, const float *src, int64_t rs,
+                    int64_t cs, float *dst)
 {
     if (cs == 1) { /* rows of op(B) are contiguous: copy them, zero the rest */
         for (int64_t p = 0; p < k; p++) {
@@ -27,25 +33,11 @@ void ukernel_pack_b(int nr, int n, int64_t k, const float *src, int64_t rs, int6
             for (int j = n; j < nr; j++)
                 dst[p * nr + j] = 0.0f;
         }
-        return;
-    }
-    /* Columns of op(B) are contiguous (B transposed): read each column in
-     * order and scatter it down the panel. A column is only k floats,
-     * too short for hardware prefetchers to get going, and the next one
-     * is a leading dimension away: ask for a later column's lines while
-     * copying this one, so the misses overlap instead of queueing. */
-    enum { COLUMNS_AHEAD = 4, FLOATS_PER_LINE = 16 };
-    for (int j = 0; j < nr; j++) {
-        const float *col = src + j * cs;
-        if (j < n) {
-            if (j + COLUMNS_AHEAD < n)
-                for (int64_t p = 0; p < k; p += FLOATS_PER_LINE)
-                    __builtin_prefetch(col + COLUMNS_AHEAD * cs + p * rs);
-            for (int64_t p = 0; p < k; p++)
-                dst[p * nr + j] = col[p * rs];
-        } else {
-            for (int64_t p = 0; p < k; p++)
-                dst[p * nr + j] = 0.0f;
-        }
+    } else if (rs == 1) { /* op(B) = B^T: columns contiguous along k */
+        ukernel_transpose_lookup(isa)(nr, n, k, src, cs, dst);
+    } else {
+        for (int64_t p = 0; p < k; p++)
+            for (int j = 0; j < nr; j++)
+                dst[p * nr + j] = j < n ? src[p * rs + j * cs] : 0.0f;
     }
 }

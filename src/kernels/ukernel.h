@@ -67,16 +67,29 @@ ukernel_fn ukernel_lookup(const ukernel_desc *d);
  * function and nv for nj. NULL if (mr, nj) was not built for the ISA. */
 ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj);
 
+/* Copies `rows` rows of a matrix, ld floats apart and contiguous along k,
+ * into a panel w floats wide, transposed: dst[p * w + i] = src[i * ld + p]
+ * for i < rows, zero for rows <= i < w (rows <= w). dst needs room for
+ * UK_PACK_SLACK floats past w * k: whole-vector stores may run into it.
+ * Each ISA class builds one (ukernel_template.h). */
+enum { UK_PACK_SLACK = 16 };
+typedef void (*ukernel_transpose_fn)(int w, int rows, int64_t k, const float *src, int64_t ld,
+                                     float *dst);
+ukernel_transpose_fn ukernel_transpose_lookup(hw_isa isa);
+
 /* Floats per vector of an ISA class. */
 int ukernel_vec_floats(hw_isa isa);
 
-/* Packing into the layouts the ukernels read.
+/* Packing into the layouts the ukernels read, with the ISA's transpose
+ * where the source runs the other way.
  * pack_a: an mr x k block whose element (i, p) is src[i * rs + p * cs]
- *   becomes dst[p * mr + i].
+ *   becomes dst[p * mr + i]; dst has UK_PACK_SLACK floats to spare.
  * pack_b: a k x n block whose element (p, j) is src[p * rs + j * cs]
  *   becomes dst[p * nr + j], with zeros for n <= j < nr. */
-void ukernel_pack_a(int mr, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst);
-void ukernel_pack_b(int nr, int n, int64_t k, const float *src, int64_t rs, int64_t cs, float *dst);
+void ukernel_pack_a(hw_isa isa, int mr, int64_t k, const float *src, int64_t rs, int64_t cs,
+                    float *dst);
+void ukernel_pack_b(hw_isa isa, int nr, int n, int64_t k, const float *src, int64_t rs,
+                    int64_t cs, float *dst);
 
 /* Adds bias[0..n) to each of m rows of C and applies the activation. */
 void ukernel_epilogue(float *c, int64_t ldc, int m, int n, const float *bias,

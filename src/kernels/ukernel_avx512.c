@@ -17,3 +17,5 @@ UK_DOT_SIZES_32REG(UK_DOT_MEMBER)
 const ukernel_entry ukernel_dot_table_avx512[] = {UK_DOT_SIZES_32REG(UK_DOT_ENTRY)};
 const int ukernel_dot_table_avx512_count =
     sizeof ukernel_dot_table_avx512 / sizeof ukernel_dot_table_avx512[0];
+
+const ukernel_transpose_fn ukernel_transpose_avx512 = uk_pack_transposed;

@@ -203,6 +203,80 @@ dotkernel_body(const int mr, const int nj, const ukernel_args *args)
     }
 }
 
+/* ---- packing by transposing ----
+ *
+ * Copying rows that are contiguous along k into a panel whose rows are k
+ * steps (op(B) = B^T into B panels, rows of A into an A micro-panel) is a
+ * transpose. Done element by element it costs a load and a store each,
+ * as much as the product itself for attention's K = 64; here blocks of
+ * V x V (V floats a vector) are loaded as V vectors, transposed in
+ * registers and stored as V vectors.
+ *
+ * The transpose swaps the off-diagonal s x s blocks for s = V/2 ... 1:
+ * rows i and i + s (i / s even) become, lane by lane, x's lane where
+ * (lane / s) is even else y's lane - s, and x's lane + s where (lane / s)
+ * is even else y's lane. __builtin_shufflevector takes the lane lists as
+ * constant expressions, listed once per vector width. */
+#define UK_LOW_LANE(s, l) (((l) / (s)) % 2 == 0 ? (l) : UK_VEC_FLOATS + (l) - (s))
+#define UK_HIGH_LANE(s, l) (((l) / (s)) % 2 == 0 ? (l) + (s) : UK_VEC_FLOATS + (l))
+#if UK_VEC_FLOATS == 16
+#define UK_LANES(F, s)                                                                   \
+    F(s, 0), F(s, 1), F(s, 2), F(s, 3), F(s, 4), F(s, 5), F(s, 6), F(s, 7), F(s, 8),     \
+        F(s, 9), F(s, 10), F(s, 11), F(s, 12), F(s, 13), F(s, 14), F(s, 15)
+#elif UK_VEC_FLOATS == 8
+#define UK_LANES(F, s) F(s, 0), F(s, 1), F(s, 2), F(s, 3), F(s, 4), F(s, 5), F(s, 6), F(s, 7)
+#elif UK_VEC_FLOATS == 4
+#define UK_LANES(F, s) F(s, 0), F(s, 1), F(s, 2), F(s, 3)
+#endif
+
+#define UK_SWAP_BLOCKS(r, s)                                                             \
+    for (int i = 0; i < UK_VEC_FLOATS; i++)                                              \
+        if ((i / (s)) % 2 == 0) {                                                        \
+            uk_vec x = r[i], y = r[i + (s)];                                             \
+            r[i] = __builtin_shufflevector(x, y, UK_LANES(UK_LOW_LANE, s));              \
+            r[i + (s)] = __builtin_shufflevector(x, y, UK_LANES(UK_HIGH_LANE, s));       \
+        }
+
+static inline __attribute__((always_inline)) void uk_transpose(uk_vec r[UK_VEC_FLOATS])
+{
+#if UK_VEC_FLOATS >= 16
+    UK_SWAP_BLOCKS(r, 8)
+#endif
+#if UK_VEC_FLOATS >= 8
+    UK_SWAP_BLOCKS(r, 4)
+#endif
+    UK_SWAP_BLOCKS(r, 2)
+    UK_SWAP_BLOCKS(r, 1)
+}
+
+/* See ukernel_transpose_fn. Every store is a whole vector: one that runs
+ * past the panel's width spills into the start of the next k step's row,
+ * which a group of columns further left writes afterwards (the groups go
+ * right to left, k steps upwards), or, for the last k step, into the
+ * slack past the panel. */
+static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int64_t ld,
+                               float *dst)
+{
+    for (int i0 = (w - 1) / UK_VEC_FLOATS * UK_VEC_FLOATS; i0 >= 0; i0 -= UK_VEC_FLOATS) {
+        for (int64_t p0 = 0; p0 < k; p0 += UK_VEC_FLOATS) {
+            int depth = k - p0 < UK_VEC_FLOATS ? (int)(k - p0) : UK_VEC_FLOATS;
+            uk_vec r[UK_VEC_FLOATS];
+            for (int i = 0; i < UK_VEC_FLOATS; i++) {
+                const float *row = src + (i0 + i) * ld + p0;
+                if (i0 + i >= rows)
+                    r[i] = (uk_vec){0};
+                else if (depth == UK_VEC_FLOATS)
+                    r[i] = uk_load(row);
+                else
+                    r[i] = uk_load_partial(row, depth);
+            }
+            uk_transpose(r);
+            for (int t = 0; t < depth; t++)
+                uk_store(dst + (p0 + t) * w + i0, r[t]);
+        }
+    }
+}
+
 #define UK_DOT_MEMBER(MR, NJ)                                                     \
     static void uk_dot_##MR##x##NJ(const ukernel_args *args)                      \
     {                                                                             \

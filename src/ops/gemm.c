@@ -103,7 +103,7 @@ static void prepare_b_panel(const gemm_call *c, const gemm_plan *p, int64_t jc, 
     if (c->packed || (cols == p->nr && (!p->pack_b || first_use)))
         return;
     const float *panel = c->B + pc * c->b_rs + (jc + jr * p->nr) * c->b_cs;
-    ukernel_pack_b(panel_width(p, cols), cols, kb, panel, c->b_rs, c->b_cs,
+    ukernel_pack_b(p->isa, panel_width(p, cols), cols, kb, panel, c->b_rs, c->b_cs,
                    p->pack_b ? b_buf + jr * p->nr * kb : b_buf);
 }
 
@@ -162,7 +162,7 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
     const tessel_epilogue *epi = blk->pc + blk->kb == c->K ? c->epilogue : NULL;
     const float *a = c->A + r * c->a_rs + blk->pc * c->a_cs;
     if (p->pack_a) {
-        ukernel_pack_a(mr, blk->kb, a, c->a_rs, c->a_cs, a_buf);
+        ukernel_pack_a(p->isa, mr, blk->kb, a, c->a_rs, c->a_cs, a_buf);
         args.a = a_buf;
         args.a_rs = 1;
         args.a_cs = mr;
@@ -360,7 +360,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     /* Scratch, acquired before anything is written: for every task, one
      * packed A micro-panel and (unless shared) a packed B block; for a
      * shared-B run, two B blocks and every block's progress counters. */
-    job.a_floats = plan->pack_a ? round_up(UK_MAX_MR * plan->kc, 16) : 0;
+    job.a_floats = plan->pack_a ? round_up(UK_MAX_MR * plan->kc + UK_PACK_SLACK, 16) : 0;
     int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
     bool b_scratch = !call->packed && !plan->dot;
     int64_t b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
@@ -426,7 +426,7 @@ struct tessel_packed_b *op_pack_b(const plan_model *model, const float *B, int64
         free(pb);
         return NULL;
     }
-    gemm_plan layout = {.vec = pb->vec, .nr = pb->nr, .pack_b = true};
+    gemm_plan layout = {.isa = pb->isa, .vec = pb->vec, .nr = pb->nr, .pack_b = true};
     gemm_call call = {.B = B, .b_rs = b_rs, .b_cs = b_cs};
     for (int64_t pc = 0; pc < K; pc += pb->kc) {
         int64_t kb = min64(pb->kc, K - pc);
