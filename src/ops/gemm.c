@@ -31,10 +31,10 @@
 static const double SMALL_MATRIX_FLOPS = 4e6;
 
 /* Progress of one (jc, pc) block of a shared-B run, counted by the tasks:
- * B panels claimed and packed, row tiles claimed and done. */
+ * row tiles claimed and done, and the B panels its first tile has packed. */
 typedef struct {
-    atomic_int panels_claimed, panels_packed;
     atomic_int tiles_claimed, tiles_done;
+    atomic_int panels_ready;
 } block_progress;
 
 typedef struct {
@@ -52,6 +52,7 @@ typedef struct {
     float *shared_b_bufs[2];
     block_progress *progress;
     int64_t blocks;       /* (jc, pc) blocks of one matrix */
+    atomic_int *tile_blocks; /* per matrix and row tile: its blocks done */
 } gemm_job;
 
 static int64_t round_up(int64_t x, int64_t to)
@@ -107,12 +108,12 @@ static void prepare_b_panel(const gemm_call *c, const gemm_plan *p, int64_t jc, 
                    p->pack_b ? b_buf + jr * p->nr * kb : b_buf);
 }
 
-static void prepare_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t nb,
-                      int64_t pc, int64_t kb, bool first_use, float *b_buf)
+/* Whether the block's first tile writes B panel jr (`cols` wide) into the
+ * buffer, by packing or by copying as it reads: then the other tiles of
+ * a shared-B run wait for it. */
+static bool panel_from_first_tile(const gemm_call *c, const gemm_plan *p, int cols)
 {
-    int64_t panels = (nb + p->nr - 1) / p->nr;
-    for (int64_t jr = 0; jr < panels; jr++)
-        prepare_b_panel(c, p, jc, nb, pc, kb, jr, first_use, b_buf);
+    return !c->packed && (p->pack_b || cols < p->nr);
 }
 
 /* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide;
@@ -149,9 +150,13 @@ typedef struct {
 
 /* Row tile t across the block's B panels. Its A micro-panel (packed just
  * before, when the plan packs A) stays in L1 while the B micro-panels
- * stream past it from L2, and C is written along its rows. */
+ * stream past it from L2, and C is written along its rows. The block's
+ * first tile also prepares each B panel just before it uses it (packs it,
+ * or copies it as it reads it); with `panels_ready`, a shared-B run, it
+ * counts the panels done there, and any other tile waits for each panel
+ * it needs, a step behind. */
 static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk, int64_t t,
-                     bool first_tile, float *a_buf, float *b_buf)
+                     bool first_tile, atomic_int *panels_ready, float *a_buf, float *b_buf)
 {
     int64_t r;
     int mr;
@@ -172,13 +177,20 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
         args.a_cs = c->a_cs;
     }
     int64_t panels = (blk->nb + p->nr - 1) / p->nr;
+    bool first_use = packs_on_first_use(c, p);
     for (int64_t jr = 0; jr < panels; jr++) {
         int64_t col = blk->jc + jr * p->nr;
         args.n = (int)min64(p->nr, blk->nb - jr * p->nr);
         desc.nv = (args.n + p->vec - 1) / p->vec;
+        if (first_tile)
+            prepare_b_panel(c, p, blk->jc, blk->nb, blk->pc, blk->kb, jr, first_use, b_buf);
+        else if (panels_ready && panel_from_first_tile(c, p, args.n))
+            rt_wait_at_least(panels_ready, (int)jr + 1);
         point_at_b(c, p, blk->jc, jr, args.n, blk->pc, blk->kb, b_buf, first_tile, &args);
         args.c = c->C + r * c->ldc + col;
         ukernel_lookup(&desc)(&args);
+        if (first_tile && panels_ready)
+            atomic_store_explicit(panels_ready, (int)jr + 1, memory_order_release);
         /* The tile is final and still in L1: finish it. */
         if (epi)
             ukernel_epilogue(args.c, c->ldc, mr, args.n, epi->bias ? epi->bias + col : NULL,
@@ -187,53 +199,54 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
 }
 
 /* The loop nest over one share: row tiles [t0, t1), columns [n0, n1),
- * with B blocks of its own (the first row tile of each packs it as it
- * goes, where it can). */
+ * with B blocks of its own, prepared by the first row tile of each. */
 static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
                       int64_t n0, int64_t n1, float *a_buf, float *b_buf)
 {
-    bool first_use = packs_on_first_use(c, p);
     for (int64_t jc = n0; jc < n1; jc += p->nc)
         for (int64_t pc = 0; pc < c->K; pc += p->kc) {
             b_block blk = {.jc = jc, .nb = min64(p->nc, n1 - jc), .pc = pc,
                            .kb = min64(p->kc, c->K - pc)};
-            prepare_b(c, p, jc, blk.nb, pc, blk.kb, first_use, b_buf);
             for (int64_t t = t0; t < t1; t++)
-                run_tile(c, p, &blk, t, t == t0 && first_use, a_buf, b_buf);
+                run_tile(c, p, &blk, t, t == t0, NULL, a_buf, b_buf);
         }
 }
 
 /* A plan split along M over threads, run with one B block shared by all
- * tasks: per (jc, pc) block, the tasks claim B panels from a counter and
- * pack them, wait until all are packed, wait until every tile of the
- * block before is done (it wrote the same C, and its B buffer is the one
- * the block after this reuses), then claim row tiles one at a time until
- * none are left. B is read and packed once, not once per thread, and a
- * thread the machine slows down simply takes fewer tiles: measured here,
- * the two halves of a static split ended 10-20% apart. Tasks claim work
- * until none is left and wait only for work already claimed, so a pool
- * that runs them one after another (the first then does it all) is still
- * correct. */
+ * tasks. Per (jc, pc) block, the tasks claim row tiles one at a time from
+ * a counter. Whoever claims the first prepares the B panels as it goes
+ * (packing them, or copying them as its ukernels read them), publishing
+ * each; the other tiles follow a panel behind. A tile waits until the
+ * same tile of the block before is done (it wrote the same C), and the
+ * first tile of a block waits until every tile of the block two back is
+ * done (the two B buffers alternate). B is read and packed once, not once
+ * per thread, with no pass of its own, and a thread the machine slows
+ * down simply takes fewer tiles: with a static split the two halves
+ * ended 10-20% apart here.
+ *
+ * Work is claimed in one order (block by block, tile by tile) and every
+ * wait is for work earlier in it, all of which has been claimed by a
+ * running task: the earliest unfinished work never waits, so the run
+ * always finishes, also when the pool runs the tasks one after another
+ * (the first then does it all). */
 static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix, float *a_buf)
 {
     const gemm_plan *p = job->plan;
+    atomic_int *tile_blocks = job->tile_blocks + matrix * p->ntiles;
     int64_t g = matrix * job->blocks; /* this block's number across the batch */
+    int b = 0;                        /* and within the matrix */
     for (int64_t jc = 0; jc < c->N; jc += p->nc)
-        for (int64_t pc = 0; pc < c->K; pc += p->kc, g++) {
+        for (int64_t pc = 0; pc < c->K; pc += p->kc, g++, b++) {
             b_block blk = {.jc = jc, .nb = min64(p->nc, c->N - jc), .pc = pc,
                            .kb = min64(p->kc, c->K - pc)};
             block_progress *bp = &job->progress[g];
             float *b_buf = job->shared_b_bufs[g % 2];
-            int panels = (int)((blk.nb + p->nr - 1) / p->nr);
-            for (int jr; (jr = atomic_fetch_add(&bp->panels_claimed, 1)) < panels;) {
-                prepare_b_panel(c, p, jc, blk.nb, pc, blk.kb, jr, false, b_buf);
-                atomic_fetch_add_explicit(&bp->panels_packed, 1, memory_order_release);
-            }
-            rt_wait_at_least(&bp->panels_packed, panels);
-            if (g > 0)
-                rt_wait_at_least(&job->progress[g - 1].tiles_done, (int)p->ntiles);
             for (int t; (t = atomic_fetch_add(&bp->tiles_claimed, 1)) < p->ntiles;) {
-                run_tile(c, p, &blk, t, false, a_buf, b_buf);
+                if (t == 0 && g >= 2)
+                    rt_wait_at_least(&job->progress[g - 2].tiles_done, (int)p->ntiles);
+                rt_wait_at_least(&tile_blocks[t], b);
+                run_tile(c, p, &blk, t, t == 0, &bp->panels_ready, a_buf, b_buf);
+                atomic_store_explicit(&tile_blocks[t], b + 1, memory_order_release);
                 atomic_fetch_add_explicit(&bp->tiles_done, 1, memory_order_release);
             }
         }
@@ -376,16 +389,20 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         job.shared_b_bufs[1] = job.shared_b_bufs[0] + b_floats;
         job.blocks = (call->N + plan->nc - 1) / plan->nc * ((call->K + plan->kc - 1) / plan->kc);
         job.progress = malloc((size_t)(batch * job.blocks) * sizeof *job.progress);
-        if (!job.progress) {
+        job.tile_blocks = malloc((size_t)(batch * plan->ntiles) * sizeof *job.tile_blocks);
+        if (!job.progress || !job.tile_blocks) {
+            free(job.progress);
+            free(job.tile_blocks);
             rt_buffer_release(env->buffers, job.scratch);
             return TESSEL_ERR_NO_MEMORY;
         }
         for (int64_t i = 0; i < batch * job.blocks; i++) {
-            atomic_init(&job.progress[i].panels_claimed, 0);
-            atomic_init(&job.progress[i].panels_packed, 0);
             atomic_init(&job.progress[i].tiles_claimed, 0);
             atomic_init(&job.progress[i].tiles_done, 0);
+            atomic_init(&job.progress[i].panels_ready, 0);
         }
+        for (int64_t i = 0; i < batch * plan->ntiles; i++)
+            atomic_init(&job.tile_blocks[i], 0);
     }
 
     if (ntasks > 1)
@@ -393,6 +410,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     else
         gemm_task(&job, 0, 1);
     free(job.progress);
+    free(job.tile_blocks);
     rt_buffer_release(env->buffers, job.scratch);
     return TESSEL_OK;
 }
@@ -430,7 +448,8 @@ struct tessel_packed_b *op_pack_b(const plan_model *model, const float *B, int64
     gemm_call call = {.B = B, .b_rs = b_rs, .b_cs = b_cs};
     for (int64_t pc = 0; pc < K; pc += pb->kc) {
         int64_t kb = min64(pb->kc, K - pc);
-        prepare_b(&call, &layout, 0, N, pc, kb, false, pb->data + pc * pb->n_padded);
+        for (int64_t jr = 0; jr < panels; jr++)
+            prepare_b_panel(&call, &layout, 0, N, pc, kb, jr, false, pb->data + pc * pb->n_padded);
     }
     return pb;
 }
