@@ -234,12 +234,18 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
         return true;
     if (c->pack_b == PLAN_B_PACKED)
         return false;
-    /* The copy moves 8 bytes per element of B, the product does 2 M flops
-     * per element, so its share of the time is 4 peak / (M * pack
-     * bandwidth). Reading in place cost about 7% against packed panels
-     * where both were measured (1296x3072x768: 142 against 153 GF/s),
-     * while copying cost 25% at M = 128 (128x3072x768: 89-131 packed,
-     * 112-146 in place). */
+    /* B is packed by the first row tile as it reads it (ops/gemm.c), so
+     * the copy costs little more than its stores. B wider than deep is
+     * then worth packing from small M up: time in place / packed, 1 and 2
+     * threads, 48, 96, 128, 384 x 3072 x 768: 1.01/1.04, 1.08/1.07,
+     * 1.07/1.11, 1.11/1.13. Deep narrow B is not: 48, 96, 300 x 768 x
+     * 3072: 0.99/0.97, 0.99/1.00, 1.01/0.92; 48 x 768 x 768: 0.90/0.92.
+     * There the older rule stands: the copy moves 8 bytes per element of
+     * B, the product does 2 M flops per element, so its share of the time
+     * is 4 peak / (M * pack bandwidth), against the 7% that reading in
+     * place cost where both were measured (1296x3072x768). */
+    if (s->N > s->K)
+        return small_m;
     double peak_flops = m->cycles_per_second * m->hw.fma_per_cycle * 2.0 * m->vec;
     double copy_share = 4.0 * peak_flops / ((double)s->M * m->pack_bytes_per_second);
     return small_m || copy_share > IN_PLACE_PENALTY;
