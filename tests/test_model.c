@@ -53,6 +53,12 @@ static void zen4_by_hand(void)
     CHECK(model_rows_per_set(l1, 1000 * 4, 14) == 1, "rows per set, lda 1000");
     CHECK(plan_a_rows_alias(&m, 3072) && plan_a_rows_alias(&m, 1536), "lda 3072, 1536 alias");
     CHECK(!plan_a_rows_alias(&m, 768) && !plan_a_rows_alias(&m, 1000), "768, 1000 do not");
+    int disagree = 0;
+    for (int64_t lda = 1; lda <= 9000; lda++)
+        disagree += plan_a_rows_alias(&m, lda) !=
+                    (model_rows_per_set(l1, lda * 4, m.mr) > l1->ways / 2);
+    CHECK(disagree == 0, "rule 5 without divisions agrees with the rule: %d lda differ",
+          disagree);
     gemm_shape crowded = {.M = 97, .N = 64, .K = 100, .a_rows_alias = plan_a_rows_alias(&m, 3072)};
     gemm_plan p;
     plan_gemm(&m, &crowded, 1, &p);

@@ -319,6 +319,12 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     m->nc = model_nc(&l2, m->kc, m->mr, m->nr);
     m->l2_bytes = l2.size_bytes;
     m->l1 = l1;
+    int64_t way = cache_sets(&l1) * l1.line_bytes;
+    m->l1_way_pow2 = way > 0 && (way & (way - 1)) == 0 ? way : 0;
+    m->alias_max_places = 0;
+    for (int64_t places = 1; places <= m->mr; places++)
+        if ((m->mr + places - 1) / places > l1.ways / 2)
+            m->alias_max_places = places;
     build_row_dp(m);
     for (int nv = 1; nv <= UK_MAX_NV; nv++) {
         if (m->bulk_mr[nv] == 0)

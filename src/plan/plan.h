@@ -76,6 +76,11 @@ typedef struct plan_model {
     int64_t kc_for[UK_MAX_NV + 1], nc_for[UK_MAX_NV + 1];
     int64_t l2_bytes;        /* one core's L2 */
     hw_cache l1;             /* one core's L1 data cache (rule 5) */
+    /* Rule 5 for every call, without divisions: one L1 way's bytes when a
+     * power of two, and the most places rows may start on and still
+     * crowd a set (0: none). */
+    int64_t l1_way_pow2;
+    int64_t alias_max_places;
     double cycles_per_second;
     double pack_bytes_per_second;
     /* Cycles per k step of an (mr, nv) tile; 0 where no ukernel is built. */

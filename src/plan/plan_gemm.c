@@ -172,8 +172,14 @@ static int64_t even_kc(int64_t kc, int64_t K)
 
 bool plan_a_rows_alias(const plan_model *m, int64_t lda)
 {
-    int rows = model_rows_per_set(&m->l1, lda * (int64_t)sizeof(float), m->mr);
-    return rows > m->l1.ways / 2;
+    int64_t way = m->l1_way_pow2, stride = lda * (int64_t)sizeof(float);
+    if (way == 0)
+        return model_rows_per_set(&m->l1, stride, m->mr) > m->l1.ways / 2;
+    /* Every call asks, so no divisions: rows start on way / g places,
+     * g the lowest set bit of stride mod way (the way, for 0). */
+    int64_t rest = stride & (way - 1);
+    int64_t g = rest ? rest & -rest : way;
+    return way <= m->alias_max_places * g;
 }
 
 gemm_shape plan_dense_shape(const plan_model *m, gemm_shape s)
