@@ -134,8 +134,13 @@ void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_pla
         f[COST_A_STREAM] = M * K * 4 / l2;
         return;
     }
+    /* Each thread streams its rows of A once per column block: all of A
+     * in a split along N, its share in a split along M. */
     double column_blocks = ceil(N / (double)p->nc);
-    f[COST_A_STREAM] = M * K * 4 * column_blocks / threads / l2;
+    if (p->split == 'N')
+        f[COST_A_STREAM] = M * K * 4 * ceil(N / threads / (double)p->nc) / l2;
+    else
+        f[COST_A_STREAM] = M * K * 4 * column_blocks / threads / l2;
     if (!p->pack_b)
         f[COST_B_IN_PLACE] = b_bytes / l2;
     /* Copies read and write every element. The threads of a split along M

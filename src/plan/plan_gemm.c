@@ -140,6 +140,25 @@ static double split_rows(const plan_model *m, const gemm_plan *p, int threads, i
     return balance(units, threads, prefix, bounds);
 }
 
+/* A split along M over threads runs with row tiles handed out one at a
+ * time (ops/gemm.c), so a thread ends about when the total divided by the
+ * threads is done, give or take the tile it took last: half the largest
+ * tile on average, and never less than that tile. The static bounds
+ * split_rows computes are what each thread is expected to take. */
+static double claimed_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv)
+{
+    double total = 0.0, largest = 0.0;
+    for (int i = 0; i < p->nruns; i++) {
+        double tile = row_tile_cycles(m, p, p->runs[i].mr, tail_nv);
+        total += (double)p->runs[i].count * tile;
+        largest = tile > largest ? tile : largest;
+    }
+    if (threads <= 1)
+        return total;
+    double expected = total / threads + 0.5 * largest;
+    return expected > largest ? expected : largest;
+}
+
 static double split_cols(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
                          int64_t *bounds)
 {
@@ -328,7 +347,8 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     double bytes_a = p->pack_a ? (double)s->M * s->K * 8 : 0.0; /* read + write */
     double bytes_b = p->pack_b && !s->prepacked_kc ? (double)s->K * s->N * 8 : 0.0;
     double per_pack_byte = m->cycles_per_second / m->pack_bytes_per_second;
-    double fma_m = split_rows(m, p, t_m, tail_nv, bounds_m) * (double)s->K;
+    split_rows(m, p, t_m, tail_nv, bounds_m);
+    double fma_m = claimed_rows(m, p, t_m, tail_nv) * (double)s->K;
     double fma_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K;
     double cost_m = fma_m + (bytes_b + bytes_a) / t_m * per_pack_byte;
     double cost_n = fma_n + (bytes_a + bytes_b / t_n) * per_pack_byte;
