@@ -854,8 +854,11 @@ enum { WRITERS = 2, BATCHES = 10, SAMPLES_PER_BATCH = 20, PLANS_PER_BATCH = 5, S
 static int tuner(const char *path, int id)
 {
     db *d = NULL;
-    if (db_open(path, true, 10000, &d, NULL, 0) != DB_OK)
+    char msg[512];
+    if (db_open(path, true, 10000, &d, msg, sizeof msg) != DB_OK) {
+        fprintf(stderr, "tuner %d: %s\n", id, msg); /* the child's only way to say why */
         return 100;
+    }
     int failures = 0;
     char key[32], text[64];
     snprintf(key, sizeof key, "tuner%d", id);

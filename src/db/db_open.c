@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "db/db_internal.h"
@@ -388,11 +389,29 @@ static db_status create_schema(db *d)
 
 /* Write-ahead logging lets readers go on while a tuner writes, and a
  * writer wait for another (sqlite.org/wal.html). The mode is stored in the
- * file and persists, so this is a no-op on every open but the first. */
+ * file and persists, so it is read first and set only on the first open.
+ * Setting it needs the file to itself, and SQLite does not call the busy
+ * handler for that: when two processes create the database at once, the
+ * second's switch fails at once with SQLITE_BUSY or leaves the old mode
+ * (seen once in the two-process test, and reported for other projects),
+ * so it is retried here, backing off, within the busy timeout. */
 static db_status use_wal(db *d)
 {
     char mode[16];
-    int rc = query_text(d->conn, "PRAGMA journal_mode = WAL", mode, sizeof mode);
+    int rc = query_text(d->conn, "PRAGMA journal_mode", mode, sizeof mode);
+    if (rc == SQLITE_OK && strcmp(mode, "wal") == 0)
+        return DB_OK;
+    long waited_ms = 0, pause_ms = 1;
+    for (;;) {
+        rc = query_text(d->conn, "PRAGMA journal_mode = WAL", mode, sizeof mode);
+        bool refused = (rc & 0xff) == SQLITE_BUSY || (rc == SQLITE_OK && strcmp(mode, "wal"));
+        if (!refused || waited_ms >= d->busy_ms)
+            break;
+        struct timespec pause = {.tv_sec = pause_ms / 1000, .tv_nsec = pause_ms % 1000 * 1000000};
+        nanosleep(&pause, NULL);
+        waited_ms += pause_ms;
+        pause_ms = pause_ms < 64 ? pause_ms * 2 : 64;
+    }
     if (rc != SQLITE_OK)
         return db_fail(d, rc);
     if (strcmp(mode, "wal") != 0) {
