@@ -42,7 +42,8 @@ typedef struct {
     const gemm_plan *plan;
     int64_t batch;
     int64_t stride_a, stride_b, stride_c;
-    bool split_batch;     /* tasks take whole matrices, not plan shares */
+    bool split_batch;     /* tasks take whole matrices, not plan shares, */
+    atomic_llong next_matrix; /* one at a time from this counter */
     float *scratch;       /* per-task slices of scratch_floats */
     int64_t scratch_floats;
     int64_t a_floats, b_floats; /* within a slice: packed A block, packed B block */
@@ -304,12 +305,14 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
 
 static void gemm_task(void *opaque, int task, int ntasks)
 {
-    const gemm_job *job = opaque;
+    gemm_job *job = opaque;
     float *slice = job->scratch + task * job->scratch_floats;
     float *a_buf = slice, *b_buf = slice + job->a_floats;
+    (void)ntasks;
     if (job->split_batch) {
-        int64_t b0 = job->batch * task / ntasks, b1 = job->batch * (task + 1) / ntasks;
-        for (int64_t i = b0; i < b1; i++) {
+        /* Matrices one at a time, so a thread the machine slows down
+         * takes fewer of them. */
+        for (int64_t i; (i = atomic_fetch_add(&job->next_matrix, 1)) < job->batch;) {
             gemm_call c = batch_entry(job, i);
             run_plan_share(&c, job->plan, 0, a_buf, b_buf);
         }
@@ -366,6 +369,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
 
     /* A one-thread plan for a batch: whole matrices per thread instead. */
     job.split_batch = env->threads > 1 && batch > 1 && plan->threads == 1;
+    atomic_init(&job.next_matrix, 0);
     int ntasks = job.split_batch ? (int)min64(env->threads, batch) : plan->threads;
 
     job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot;
