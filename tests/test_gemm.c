@@ -472,9 +472,9 @@ static void exact_cases(void)
 }
 
 /* Leading dimensions of A that are multiples of a large power of two put
- * a tile's rows on few L1 sets, and the planner then packs A tile by tile
- * (rule 5): tall and short M, prime N and K below lda, every tile height
- * in the DP's remainder, alpha/beta and NaN in C. */
+ * a tile's rows on few L1 sets (why A is packed tile by tile, DESIGN rule
+ * 5): tall and short M, N and K below lda, every tile height in the DP's
+ * remainder, alpha/beta and NaN in C. */
 static void aliased_lda_cases(void)
 {
     static const int64_t ldas[] = {1024, 1536, 2048, 3072};

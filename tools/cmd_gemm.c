@@ -319,8 +319,7 @@ int cmd_gemm(int argc, char **argv)
     /* The peak of the threads the plan runs on, not of the context: a
      * small shape that uses one thread of eight is not at 1/8 of peak. */
     gemm_plan plan;
-    gemm_shape shape = plan_dense_shape(
-        api_ctx_model(ctx), (gemm_shape){.M = M, .N = N, .K = K, .transa = ta, .transb = tb});
+    gemm_shape shape = {.M = M, .N = N, .K = K, .transa = ta, .transb = tb};
     plan_gemm(api_ctx_model(ctx), &shape, tessel_ctx_threads(ctx), &plan);
     int used = plan.threads;
     double flops = 2.0 * (double)M * (double)N * (double)K;

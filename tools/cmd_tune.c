@@ -89,7 +89,7 @@ static void draw_progress(void *arg, double fraction)
 
 /* ---- shape files ---- */
 
-static int read_shapes(const plan_model *m, const char *path, gemm_shape *out, int max)
+static int read_shapes(const char *path, gemm_shape *out, int max)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -104,9 +104,8 @@ static int read_shapes(const plan_model *m, const char *path, gemm_shape *out, i
             continue;
         if (M < 0 || N < 0 || K < 0 || M > TUNE_MAX_DIM || N > TUNE_MAX_DIM || K > TUNE_MAX_DIM)
             continue;
-        gemm_shape s = {.M = M, .N = N, .K = K, .transa = ta == 'T' || ta == 't',
-                        .transb = tb == 'T' || tb == 't'};
-        out[n++] = plan_dense_shape(m, s); /* measured with lda = K */
+        out[n++] = (gemm_shape){.M = M, .N = N, .K = K, .transa = ta == 'T' || ta == 't',
+                                .transb = tb == 'T' || tb == 't'};
     }
     fclose(f);
     return n;
@@ -221,7 +220,7 @@ static int evaluate(tune_session *t, const char *path, double seconds, bool verb
 {
     gemm_shape *shapes = malloc(sizeof *shapes * MAX_SHAPES);
     tune_sample *held = calloc(MAX_SHAPES, sizeof *held);
-    int n = shapes ? read_shapes(t->model, path, shapes, MAX_SHAPES) : -1, taken = 0;
+    int n = shapes ? read_shapes(path, shapes, MAX_SHAPES) : -1, taken = 0;
     if (n <= 0 || !held) {
         free(shapes);
         free(held);
@@ -379,7 +378,7 @@ static int run_shapes(const tune_options *o, tune_session *t)
     tune_plans_free(&none);
     printf("  model            %s\n", t->model->cost.calibrated ? "calibrated" : "analytic (not calibrated)");
     gemm_shape *shapes = malloc(sizeof *shapes * MAX_SHAPES);
-    int n = shapes ? read_shapes(t->model, o->shapes, shapes, MAX_SHAPES) : -1;
+    int n = shapes ? read_shapes(o->shapes, shapes, MAX_SHAPES) : -1;
     if (n < 0) {
         fprintf(stderr, "tessel tune: cannot read %s\n", o->shapes);
         free(shapes);

@@ -114,16 +114,9 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
            "micro-panels pass%s\n", (long long)p->nc, block, l2,
            !p->pack_b && p->nc < m->nc ? "; capped to half the L2: B is read in place, its "
                                          "rows far apart" : "");
-    /* Rule 5: what a tile's rows of A read in place do to the L1 sets. */
-    if (!s->transa) {
-        int rows = model_rows_per_set(&m->l1, s->K * (int64_t)sizeof(float), mr);
-        printf("          mc = %d (one row tile): its A micro-panel is used while the B block "
-               "streams by; with lda = K = %lld its %d rows put up to %d on one of L1's sets "
-               "(%s half its %d ways)\n", mr, (long long)s->K, mr, rows,
-               rows > m->l1.ways / 2 ? "over" : "within", m->l1.ways);
-    } else {
-        printf("          mc = %d (one row tile), packed just before its row of B panels\n", mr);
-    }
+    printf("          mc = %d (one row tile): its A micro-panel is %s just before its row of B "
+           "panels and stays in L1 while they stream by\n", mr,
+           p->pack_a ? "packed" : "read in place");
 }
 
 /* Cycles per k step of one tile of a region, at the model's rates. */
@@ -218,10 +211,8 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                "%d x %d tiles\n", p->dot_mr, p->dot_nj);
     else
         printf("plan      packed path: A %s; B %s\n",
-               !p->pack_a ? "read in place"
-               : s->transa ? "packed tile by tile (op(A) = A^T: its rows lie a leading "
-                             "dimension apart)"
-                           : "packed tile by tile (its rows crowd a few L1 sets)",
+               !p->pack_a ? "read in place (too few rows to pay for the copy)"
+                          : "packed tile by tile",
                p->pack_b ? "packed into nr-wide panels"
                          : "read in place (copying it would cost more than reading in place)");
     print_rows_and_columns(p, s);

@@ -111,8 +111,7 @@ plan_key plan_key_make(const gemm_shape *shape, int threads)
         threads = PLAN_MAX_THREADS;
     return (plan_key){.M = shape->M, .N = shape->N, .K = shape->K,
                       .prepacked_kc = shape->prepacked_kc, .threads = threads,
-                      .trans = (shape->transa ? 1u : 0u) | (shape->transb ? 2u : 0u) |
-                               (shape->a_rows_alias ? 4u : 0u)};
+                      .trans = (shape->transa ? 1u : 0u) | (shape->transb ? 2u : 0u)};
 }
 
 static void key_to_words(const plan_key *key, uint64_t words[KEY_WORDS])

@@ -25,7 +25,7 @@ typedef struct plan_key {
     int64_t M, N, K;
     int64_t prepacked_kc;
     int32_t threads;       /* as plan_gemm uses it: 1..PLAN_MAX_THREADS */
-    uint32_t trans;        /* bit 0: shape.transa, 1: transb, 2: a_rows_alias */
+    uint32_t trans;        /* bit 0: shape.transa, bit 1: shape.transb */
 } plan_key;
 
 /* The key of plan_gemm(model, shape, threads, ...); threads is clamped to

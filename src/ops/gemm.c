@@ -335,8 +335,6 @@ void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_s
     *shape = (gemm_shape){.M = call->M, .N = call->N, .K = call->K,
                           .transa = call->a_cs != 1,
                           .transb = call->b_cs != 1,
-                          .a_rows_alias = call->a_cs == 1 &&
-                                          plan_a_rows_alias(env->model, call->a_rs),
                           .prepacked_kc = call->packed ? call->packed->kc : 0};
     *threads = small_batched ? 1 : env->threads;
 }

@@ -1,9 +1,8 @@
 /*
  * model.c - the analytic model of DESIGN ("Register and cache blocking",
  * after Low, Igual, Smith and Quintana-Orti, TOMS 2016): which ukernel tile
- * keeps the FMA pipes busy within the register file, which kc and nc keep
- * each operand's block resident in its cache level, and when rows of A
- * read in place would evict each other from L1. Everything here
+ * keeps the FMA pipes busy within the register file, and which kc and nc
+ * keep each operand's block resident in its cache level. Everything here
  * depends only on the hardware profile, so plan_model_init runs once per
  * context and planning a shape is table lookups.
  */
@@ -42,28 +41,6 @@ static int64_t cache_sets(const hw_cache *c)
     if (c->ways <= 0 || c->line_bytes <= 0)
         return 0;
     return c->size_bytes / ((int64_t)c->ways * c->line_bytes);
-}
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b != 0) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-int model_rows_per_set(const hw_cache *l1, int64_t row_stride_bytes, int mr)
-{
-    int64_t way_bytes = cache_sets(l1) * l1->line_bytes;
-    if (way_bytes <= 0 || mr <= 0)
-        return mr > 0 ? 1 : 0;
-    /* Row r starts r * stride bytes in, modulo a way: the starts cycle
-     * through way / gcd(stride mod way, way) distinct places. */
-    int64_t rest = row_stride_bytes % way_bytes;
-    int64_t places = way_bytes / gcd64(rest < 0 ? -rest : rest, way_bytes);
-    return (int)((mr + places - 1) / places);
 }
 
 int64_t model_kc(const hw_cache *l1, int mr, int nr)
@@ -318,13 +295,6 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     m->kc = model_kc(&l1, m->mr, m->nr);
     m->nc = model_nc(&l2, m->kc, m->mr, m->nr);
     m->l2_bytes = l2.size_bytes;
-    m->l1 = l1;
-    int64_t way = cache_sets(&l1) * l1.line_bytes;
-    m->l1_way_pow2 = way > 0 && (way & (way - 1)) == 0 ? way : 0;
-    m->alias_max_places = 0;
-    for (int64_t places = 1; places <= m->mr; places++)
-        if ((m->mr + places - 1) / places > l1.ways / 2)
-            m->alias_max_places = places;
     build_row_dp(m);
     for (int nv = 1; nv <= UK_MAX_NV; nv++) {
         if (m->bulk_mr[nv] == 0)

@@ -48,14 +48,6 @@ int64_t model_kc(const hw_cache *l1, int mr, int nr);
  * micro-panels pass; nc is a multiple of nr. */
 int64_t model_nc(const hw_cache *l2, int64_t kc, int mr, int nr);
 
-/* Rule 5, A read in place. L1 files a line by its address modulo one
- * way's bytes, so rows of A a leading dimension apart land on few sets
- * when that stride is a multiple of a large power of two (3072 floats:
- * every row on the same set). Returns how many of a tile's `mr` rows share
- * the busiest set; past half the ways, the A micro-panel evicts itself
- * while B streams through, and A is worth packing. */
-int model_rows_per_set(const hw_cache *l1, int64_t row_stride_bytes, int mr);
-
 /* Cycles per k step of one mr x nv tile: the larger of the FMA issue time,
  * the load issue time and the FMA latency (one dependent FMA per
  * accumulator per step). */
@@ -75,12 +67,6 @@ typedef struct plan_model {
      * what a plan gets when it is given another width. */
     int64_t kc_for[UK_MAX_NV + 1], nc_for[UK_MAX_NV + 1];
     int64_t l2_bytes;        /* one core's L2 */
-    hw_cache l1;             /* one core's L1 data cache (rule 5) */
-    /* Rule 5 for every call, without divisions: one L1 way's bytes when a
-     * power of two, and the most places rows may start on and still
-     * crowd a set (0: none). */
-    int64_t l1_way_pow2;
-    int64_t alias_max_places;
     double cycles_per_second;
     double pack_bytes_per_second;
     /* Cycles per k step of an (mr, nv) tile; 0 where no ukernel is built. */
@@ -112,22 +98,12 @@ typedef struct plan_run {
 typedef struct gemm_shape {
     int64_t M, N, K;
     bool transa, transb;      /* rows of op(A), op(B) not contiguous along k, n */
-    bool a_rows_alias;        /* rows of op(A) read in place would evict each
-                                 other in L1 (plan_a_rows_alias of lda) */
     int64_t prepacked_kc;     /* B already packed with this kc; 0 if not */
 } gemm_shape;
 
 /* The kc the model blocks K with: its kc, evened out over the k blocks
  * (K = 800 with kc 700 runs as 2 x 400, not 700 + 100). */
 int64_t plan_kc(const plan_model *m, int64_t K);
-
-/* Whether rows of A that many floats apart (lda, A not transposed) crowd
- * one L1 set past half its ways in the model's main tile (rule 5). */
-bool plan_a_rows_alias(const plan_model *m, int64_t lda);
-
-/* The shape with what dense matrices imply: leading dimensions equal to
- * the row lengths (lda = K), as the tuner and the CLI allocate them. */
-gemm_shape plan_dense_shape(const plan_model *m, gemm_shape s);
 
 /* The knobs a plan may turn away from the model's rules: what the tuner
  * varies and what a tuned plan stores. Zero fields keep the rules' value. */

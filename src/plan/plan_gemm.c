@@ -13,6 +13,9 @@
 /* At most this many row tiles' worth of rows is "small M": A and B are
  * used so few times that packing them costs more than it saves. */
 static const int SMALL_M_TILES = 2;
+/* From this many rows and column panels, A with rows contiguous along k
+ * is packed. */
+static const int64_t PACK_A_MIN_ROWS = 8, PACK_A_MIN_PANELS = 6;
 /* Up to this many rows, op(B) = B^T is read in place by dot-product tiles
  * rather than packed: the copy of B would cost more than the product. */
 static const int64_t DOT_MAX_M = 16;
@@ -189,24 +192,6 @@ static int64_t even_kc(int64_t kc, int64_t K)
     return (K + kblocks - 1) / kblocks;
 }
 
-bool plan_a_rows_alias(const plan_model *m, int64_t lda)
-{
-    int64_t way = m->l1_way_pow2, stride = lda * (int64_t)sizeof(float);
-    if (way == 0)
-        return model_rows_per_set(&m->l1, stride, m->mr) > m->l1.ways / 2;
-    /* Every call asks, so no divisions: rows start on way / g places,
-     * g the lowest set bit of stride mod way (the way, for 0). */
-    int64_t rest = stride & (way - 1);
-    int64_t g = rest ? rest & -rest : way;
-    return way <= m->alias_max_places * g;
-}
-
-gemm_shape plan_dense_shape(const plan_model *m, gemm_shape s)
-{
-    s.a_rows_alias = !s.transa && plan_a_rows_alias(m, s.K);
-    return s;
-}
-
 int64_t plan_kc(const plan_model *m, int64_t K)
 {
     return even_kc(m->kc, K);
@@ -312,14 +297,21 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     }
 
     bool small_m = s->M <= SMALL_M_TILES * m->mr;
-    /* The A micro-panel stays in L1 across the row of B panels, so rows
-     * of A read in place cost nothing more, unless they crowd a few L1
-     * sets (rule 5), or op(A) = A^T, whose kc rows of mr floats lie a
-     * leading dimension apart (a page each). Those are packed tile by
-     * tile, a copy each panel's row of FMAs repays many times. Measured
-     * on 992x768x3072 (lda 12 KiB: every row on one set): packing takes
-     * 13% off the time at 1 thread, 7% at 2; on 992x768x3000 it adds 11%. */
-    p->pack_a = (s->transa || s->a_rows_alias) && !small_m;
+    /* A is packed tile by tile, just before its row of B panels: rows of A
+     * (contiguous along k) by the register transpose, columns of A^T by
+     * copies of mr floats. The copy is read from L1 by every panel after,
+     * as one stream of broadcasts instead of mr rows a leading dimension
+     * apart (which, at lda 3072, all land on one L1 set). Time packed / in
+     * place, 1 and 2 threads, on every shape tried (16 to 1600 rows; N,
+     * K 768 to 3072; 1000^3): 0.92 to 1.00, 992x768x3072 0.87 / 0.93. A
+     * tile shorter than PACK_A_MIN_ROWS wastes most of a V x V transpose
+     * (4x768x768: 1.02 / 1.05), and fewer than PACK_A_MIN_PANELS panels
+     * do not repay the copy (attention's P V, N 64: 128x64x128 1.14,
+     * 512x64x512 1.10; 128x128x64 1.03, 200x160x64 0.99, 256x256x64
+     * 0.94). A^T stays in place for small M, where its columns are read
+     * few times. */
+    p->pack_a = s->transa ? !small_m
+                          : s->M >= PACK_A_MIN_ROWS && p->npanels >= PACK_A_MIN_PANELS;
     if (s->prepacked_kc > 0)
         p->kc = s->prepacked_kc;
     else

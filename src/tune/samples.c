@@ -53,7 +53,7 @@ int tune_collect(tune_bench *b, const plan_model *m, uint64_t seed, int n, doubl
             break;
         if (progress)
             progress(arg, elapsed / seconds);
-        gemm_shape s = plan_dense_shape(m, tune_training_shape(seed, i));
+        gemm_shape s = tune_training_shape(seed, i);
         if (!tune_bench_fits(b, &s))
             continue;
         int nvariants = plan_variants(m, &s, b->env.threads, variants, 16);
