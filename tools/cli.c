@@ -107,6 +107,51 @@ int cli_parse_trans(const char *text, char *transa, char *transb)
     return 0;
 }
 
+cli_problem cli_problem_default(void)
+{
+    return (cli_problem){.transa = 'N', .transb = 'N'};
+}
+
+static const char *const SIZE_NAMES[3] = {"M", "N", "K"};
+
+int cli_take_problem_arg(const char *cmd, const char *usage, int argc, char **argv, int *i,
+                         cli_problem *p)
+{
+    const char *arg = argv[*i], *value = NULL;
+    int r;
+    if ((r = cli_take_value(argc, argv, i, "--trans", &value)) != 0) {
+        if (r < 0 || cli_parse_trans(value, &p->transa, &p->transb) != 0)
+            return cli_usage_error(cmd, usage, "--trans takes two of N/T, e.g. NT");
+        return CLI_OK;
+    }
+    if ((r = cli_take_value(argc, argv, i, "--threads", &value)) != 0) {
+        int64_t t;
+        if (r < 0 || cli_parse_i64(value, 0, 1 << 20, &t) != 0)
+            return cli_usage_error(cmd, usage, "--threads takes a count >= 0");
+        p->threads = (int)t;
+        return CLI_OK;
+    }
+    if (arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9'))
+        return CLI_NOT_TAKEN; /* an option, and not one of ours */
+    if (p->sizes == 3)
+        return cli_usage_error(cmd, usage, "unexpected argument '%s'", arg);
+    /* The API takes sizes below 2^31; saying so here beats allocating
+     * gigabytes first. */
+    int64_t *sizes[3] = {&p->M, &p->N, &p->K};
+    if (cli_parse_i64(arg, 0, INT32_MAX, sizes[p->sizes]) != 0)
+        return cli_usage_error(cmd, usage, "%s must be an integer in 0..%d, not '%s'",
+                               SIZE_NAMES[p->sizes], INT32_MAX, arg);
+    p->sizes++;
+    return CLI_OK;
+}
+
+int cli_problem_complete(const char *cmd, const char *usage, const cli_problem *p)
+{
+    if (p->sizes < 3)
+        return cli_usage_error(cmd, usage, "missing size %s", SIZE_NAMES[p->sizes]);
+    return CLI_OK;
+}
+
 int cli_context(tessel_ctx **ctx, int threads, int quiet)
 {
     tessel_status s = tessel_ctx_create(ctx, threads);

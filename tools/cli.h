@@ -63,6 +63,31 @@ int cli_parse_float(const char *text, float *out);
  * value), 0 if argv[*i] is something else, -1 if the value is missing. */
 int cli_take_value(int argc, char **argv, int *i, const char *name, const char **value);
 
+/* The problem `tessel gemm` and `tessel explain` both take: the sizes M N K
+ * (positional, in that order), --trans XY and --threads T. */
+typedef struct cli_problem {
+    int64_t M, N, K;
+    char transa, transb;  /* 'N' or 'T' */
+    int threads;          /* 0: the library's default */
+    int sizes;            /* how many of M, N, K were given */
+} cli_problem;
+
+enum { CLI_NOT_TAKEN = -2 };
+
+/* NN, the library's threads, no sizes yet. */
+cli_problem cli_problem_default(void);
+
+/* Takes argv[*i] into *p if it is --trans, --threads or, not being an
+ * option, the next size: returns CLI_OK (having advanced *i past an
+ * option's separate value), CLI_USAGE after saying why it is wrong, or
+ * CLI_NOT_TAKEN for anything else, which is the caller's. */
+int cli_take_problem_arg(const char *cmd, const char *usage, int argc, char **argv, int *i,
+                         cli_problem *p);
+
+/* CLI_OK once M, N and K were all given; else CLI_USAGE after naming the
+ * first one missing. */
+int cli_problem_complete(const char *cmd, const char *usage, const cli_problem *p);
+
 /* Whether `arg` asks for help (-h, --help). */
 int cli_is_help(const char *arg);
 

@@ -44,9 +44,7 @@ static void print_help(void)
 }
 
 typedef struct explain_args {
-    int64_t M, N, K;
-    char transa, transb;
-    int threads;
+    cli_problem p; /* sizes, --trans, --threads */
     const char *svg;
     bool measure;
 } explain_args;
@@ -55,10 +53,7 @@ typedef struct explain_args {
  * help (not an error). */
 static int parse_args(int argc, char **argv, explain_args *a)
 {
-    *a = (explain_args){.transa = 'N', .transb = 'N', .measure = true};
-    int64_t *sizes[3] = {&a->M, &a->N, &a->K};
-    const char *size_names[3] = {"M", "N", "K"};
-    int nsizes = 0;
+    *a = (explain_args){.p = cli_problem_default(), .measure = true};
     bool have_op = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value = NULL;
@@ -68,38 +63,23 @@ static int parse_args(int argc, char **argv, explain_args *a)
             return -1;
         } else if (strcmp(arg, "--no-measure") == 0) {
             a->measure = false;
-        } else if ((r = cli_take_value(argc, argv, &i, "--trans", &value)) != 0) {
-            if (r < 0 || cli_parse_trans(value, &a->transa, &a->transb) != 0)
-                return cli_usage_error("explain", usage, "--trans takes two of N/T, e.g. NT");
-        } else if ((r = cli_take_value(argc, argv, &i, "--threads", &value)) != 0) {
-            int64_t t;
-            if (r < 0 || cli_parse_i64(value, 0, 1 << 20, &t) != 0)
-                return cli_usage_error("explain", usage, "--threads takes a count >= 0");
-            a->threads = (int)t;
         } else if ((r = cli_take_value(argc, argv, &i, "--svg", &value)) != 0) {
             if (r < 0 || !*value)
                 return cli_usage_error("explain", usage, "--svg takes a file name");
             a->svg = value;
-        } else if (arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9')) {
-            return cli_usage_error("explain", usage, "unknown option '%s'", arg);
-        } else if (!have_op) {
+        } else if (!have_op && arg[0] != '-') {
             if (strcmp(arg, "gemm") != 0)
                 return cli_usage_error("explain", usage, "can explain 'gemm', not '%s'", arg);
             have_op = true;
-        } else if (nsizes == 3) {
-            return cli_usage_error("explain", usage, "unexpected argument '%s'", arg);
-        } else {
-            if (cli_parse_i64(arg, 0, INT32_MAX, sizes[nsizes]) != 0)
-                return cli_usage_error("explain", usage, "%s must be an integer in 0..%d, not '%s'",
-                                       size_names[nsizes], INT32_MAX, arg);
-            nsizes++;
+        } else if ((r = cli_take_problem_arg("explain", usage, argc, argv, &i, &a->p)) != CLI_OK) {
+            return r == CLI_NOT_TAKEN
+                       ? cli_usage_error("explain", usage, "unknown option '%s'", arg)
+                       : r;
         }
     }
     if (!have_op)
         return cli_usage_error("explain", usage, "missing the operator (gemm)");
-    if (nsizes < 3)
-        return cli_usage_error("explain", usage, "missing size %s", size_names[nsizes]);
-    return CLI_OK;
+    return cli_problem_complete("explain", usage, &a->p);
 }
 
 /* ---- the matrices and the call, as `tessel gemm` makes them ---- */
@@ -112,12 +92,12 @@ typedef struct operands {
 
 static operands describe_operands(const explain_args *g)
 {
-    bool ta = g->transa == 'T', tb = g->transb == 'T';
-    operands o = {.a_rows = ta ? g->K : g->M, .a_cols = ta ? g->M : g->K,
-                  .b_rows = tb ? g->N : g->K, .b_cols = tb ? g->K : g->N};
+    bool ta = g->p.transa == 'T', tb = g->p.transb == 'T';
+    operands o = {.a_rows = ta ? g->p.K : g->p.M, .a_cols = ta ? g->p.M : g->p.K,
+                  .b_rows = tb ? g->p.N : g->p.K, .b_cols = tb ? g->p.K : g->p.N};
     o.lda = o.a_cols > 1 ? o.a_cols : 1;
     o.ldb = o.b_cols > 1 ? o.b_cols : 1;
-    o.ldc = g->N > 1 ? g->N : 1;
+    o.ldc = g->p.N > 1 ? g->p.N : 1;
     return o;
 }
 
@@ -129,9 +109,9 @@ static const char *plan_like_a_call(tessel_ctx *ctx, const explain_args *g,
                                     gemm_shape *shape, gemm_plan *plan)
 {
     operands o = describe_operands(g);
-    bool ta = g->transa == 'T', tb = g->transb == 'T';
+    bool ta = g->p.transa == 'T', tb = g->p.transb == 'T';
     op_env env = {.model = api_ctx_model(ctx), .threads = tessel_ctx_threads(ctx)};
-    gemm_call call = {.M = g->M, .N = g->N, .K = g->K, .alpha = 1.0f,
+    gemm_call call = {.M = g->p.M, .N = g->p.N, .K = g->p.K, .alpha = 1.0f,
                       .a_rs = ta ? 1 : o.lda, .a_cs = ta ? o.lda : 1,
                       .b_rs = tb ? 1 : o.ldb, .b_cs = tb ? o.ldb : 1, .ldc = o.ldc};
     int threads;
@@ -149,7 +129,7 @@ static double measure(tessel_ctx *ctx, const explain_args *g, int *calls, tessel
     operands o = describe_operands(g);
     o.A = cli_alloc_matrix(o.a_rows, o.a_cols);
     o.B = cli_alloc_matrix(o.b_rows, o.b_cols);
-    o.C = cli_alloc_matrix(g->M, g->N);
+    o.C = cli_alloc_matrix(g->p.M, g->p.N);
     double *times = malloc(MAX_REPEAT * sizeof *times);
     double median = -1.0;
     *status = TESSEL_OK;
@@ -162,7 +142,7 @@ static double measure(tessel_ctx *ctx, const explain_args *g, int *calls, tessel
         for (int r = -1; *status == TESSEL_OK && n < MAX_REPEAT &&
                          (n < MIN_REPEAT || spent < TARGET_SECONDS); r++) {
             double t0 = cli_now();
-            *status = tessel_sgemm(ctx, g->transa, g->transb, g->M, g->N, g->K, 1.0f, o.A,
+            *status = tessel_sgemm(ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K, 1.0f, o.A,
                                    o.lda, o.B, o.ldb, 0.0f, o.C, o.ldc);
             double t = cli_now() - t0;
             if (r >= 0) {
@@ -216,7 +196,7 @@ static int explain(tessel_ctx *ctx, const explain_args *g)
     plan_regions(&plan, &shape, regions, nregions);
 
     printf("explain   gemm M %lld, N %lld, K %lld, trans %c%c, context of %d threads\n",
-           (long long)g->M, (long long)g->N, (long long)g->K, g->transa, g->transb,
+           (long long)g->p.M, (long long)g->p.N, (long long)g->p.K, g->p.transa, g->p.transb,
            tessel_ctx_threads(ctx));
     explain_print_hardware(m);
     explain_print_candidates(m, &plan);
@@ -227,7 +207,7 @@ static int explain(tessel_ctx *ctx, const explain_args *g)
     printf("\n");
     explain_print_plan(m, &plan, &shape, regions, nregions);
     explain_picture pic = {.plan = &plan, .regions = regions, .nregions = nregions,
-                           .M = g->M, .N = g->N, .K = g->K};
+                           .M = g->p.M, .N = g->p.N, .K = g->p.K};
     printf("\n");
     explain_print_grid(stdout, &pic);
 
@@ -265,7 +245,7 @@ int cmd_explain(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
     tessel_ctx *ctx = NULL;
-    rc = cli_context(&ctx, g.threads, 0);
+    rc = cli_context(&ctx, g.p.threads, 0);
     if (rc != CLI_OK)
         return rc;
     rc = explain(ctx, &g);

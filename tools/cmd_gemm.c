@@ -48,9 +48,7 @@ static void print_help(void)
 }
 
 typedef struct gemm_args {
-    int64_t M, N, K;
-    char transa, transb;
-    int threads;      /* 0: the library's default */
+    cli_problem p;    /* sizes, --trans, --threads */
     int repeat;       /* 0: choose from the time of one call */
     float alpha, beta;
     bool check, csv;
@@ -60,11 +58,7 @@ typedef struct gemm_args {
  * after printing the help (not an error). */
 static int parse_args(int argc, char **argv, gemm_args *a)
 {
-    *a = (gemm_args){.transa = 'N', .transb = 'N', .alpha = 1.0f, .beta = 0.0f};
-    int64_t *sizes[3] = {&a->M, &a->N, &a->K};
-    const char *size_names[3] = {"M", "N", "K"};
-    int nsizes = 0;
-
+    *a = (gemm_args){.p = cli_problem_default(), .alpha = 1.0f, .beta = 0.0f};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value = NULL;
         int r;
@@ -75,14 +69,6 @@ static int parse_args(int argc, char **argv, gemm_args *a)
             a->check = true;
         } else if (strcmp(arg, "--csv") == 0) {
             a->csv = true;
-        } else if ((r = cli_take_value(argc, argv, &i, "--trans", &value)) != 0) {
-            if (r < 0 || cli_parse_trans(value, &a->transa, &a->transb) != 0)
-                return cli_usage_error("gemm", usage, "--trans takes two of N/T, e.g. NT");
-        } else if ((r = cli_take_value(argc, argv, &i, "--threads", &value)) != 0) {
-            int64_t t;
-            if (r < 0 || cli_parse_i64(value, 0, 1 << 20, &t) != 0)
-                return cli_usage_error("gemm", usage, "--threads takes a count >= 0");
-            a->threads = (int)t;
         } else if ((r = cli_take_value(argc, argv, &i, "--repeat", &value)) != 0) {
             int64_t n;
             if (r < 0 || cli_parse_i64(value, 1, 1 << 30, &n) != 0)
@@ -94,22 +80,12 @@ static int parse_args(int argc, char **argv, gemm_args *a)
         } else if ((r = cli_take_value(argc, argv, &i, "--beta", &value)) != 0) {
             if (r < 0 || cli_parse_float(value, &a->beta) != 0)
                 return cli_usage_error("gemm", usage, "--beta takes a finite number");
-        } else if (arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9')) {
-            return cli_usage_error("gemm", usage, "unknown option '%s'", arg);
-        } else if (nsizes == 3) {
-            return cli_usage_error("gemm", usage, "unexpected argument '%s'", arg);
-        } else {
-            /* The API takes sizes below 2^31; saying so here beats
-             * allocating gigabytes first. */
-            if (cli_parse_i64(arg, 0, INT32_MAX, sizes[nsizes]) != 0)
-                return cli_usage_error("gemm", usage, "%s must be an integer in 0..%d, not '%s'",
-                                       size_names[nsizes], INT32_MAX, arg);
-            nsizes++;
+        } else if ((r = cli_take_problem_arg("gemm", usage, argc, argv, &i, &a->p)) != CLI_OK) {
+            return r == CLI_NOT_TAKEN ? cli_usage_error("gemm", usage, "unknown option '%s'", arg)
+                                      : r;
         }
     }
-    if (nsizes < 3)
-        return cli_usage_error("gemm", usage, "missing size %s", size_names[nsizes]);
-    return CLI_OK;
+    return cli_problem_complete("gemm", usage, &a->p);
 }
 
 /* ---- --check: the reference, split over rows so 2048^3 takes seconds ---- */
@@ -189,17 +165,17 @@ static int check_result(const gemm_args *g, const float *A, int64_t lda, const f
                         int64_t ldb, const float *c0, const float *c, double *max_err,
                         double *max_bound, int64_t *over)
 {
-    int64_t M = g->M, N = g->N, K = g->K;
+    int64_t M = g->p.M, N = g->p.N, K = g->p.K;
     float *opa = cli_alloc_matrix(M, K), *opbt = cli_alloc_matrix(N, K);
     float *ref = cli_alloc_matrix(M, N);
     int ok = opa && opbt && ref;
     if (ok) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t p = 0; p < K; p++)
-                opa[i * K + p] = op_element(A, lda, g->transa, i, p);
+                opa[i * K + p] = op_element(A, lda, g->p.transa, i, p);
         for (int64_t j = 0; j < N; j++)
             for (int64_t p = 0; p < K; p++)
-                opbt[j * K + p] = op_element(B, ldb, g->transb, p, j);
+                opbt[j * K + p] = op_element(B, ldb, g->p.transb, p, j);
 
         enum { MAX_WORKERS = 64 };
         int workers = hw_default_profile()->cores;
@@ -247,8 +223,8 @@ int cmd_gemm(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
 
-    int64_t M = g.M, N = g.N, K = g.K;
-    bool ta = g.transa == 'T', tb = g.transb == 'T';
+    int64_t M = g.p.M, N = g.p.N, K = g.p.K;
+    bool ta = g.p.transa == 'T', tb = g.p.transb == 'T';
     /* Stored shapes; ld is the stored row length (at least 1, as the API
      * asks of empty matrices too). */
     int64_t a_rows = ta ? K : M, a_cols = ta ? M : K;
@@ -256,7 +232,7 @@ int cmd_gemm(int argc, char **argv)
     int64_t lda = a_cols > 1 ? a_cols : 1, ldb = b_cols > 1 ? b_cols : 1, ldc = N > 1 ? N : 1;
 
     tessel_ctx *ctx = NULL;
-    rc = cli_context(&ctx, g.threads, g.csv);
+    rc = cli_context(&ctx, g.p.threads, g.csv);
     if (rc != CLI_OK)
         return rc;
 
@@ -282,10 +258,10 @@ int cmd_gemm(int argc, char **argv)
 
     /* The warm-up plans the shape and fills the library's buffer cache;
      * the next call, timed, tells how many fit in the target time. */
-    tessel_status s = tessel_sgemm(ctx, g.transa, g.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C, ldc);
+    tessel_status s = tessel_sgemm(ctx, g.p.transa, g.p.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C, ldc);
     double t0 = cli_now();
     if (s == TESSEL_OK)
-        s = tessel_sgemm(ctx, g.transa, g.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,
+        s = tessel_sgemm(ctx, g.p.transa, g.p.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,
                          ldc);
     double first = cli_now() - t0;
     if (s != TESSEL_OK) {
@@ -306,7 +282,7 @@ int cmd_gemm(int argc, char **argv)
     times[0] = first;
     for (int r = 1; r < repeat && s == TESSEL_OK; r++) {
         t0 = cli_now();
-        s = tessel_sgemm(ctx, g.transa, g.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,
+        s = tessel_sgemm(ctx, g.p.transa, g.p.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,
                          ldc);
         times[r] = cli_now() - t0;
     }
@@ -329,10 +305,10 @@ int cmd_gemm(int argc, char **argv)
 
     if (g.csv) {
         printf("%lld,%lld,%lld,%c%c,%d,%.9f,%.3f,%.2f\n", (long long)M, (long long)N,
-               (long long)K, g.transa, g.transb, used, median, gflops, pct);
+               (long long)K, g.p.transa, g.p.transb, used, median, gflops, pct);
     } else {
         printf("gemm     M %lld, N %lld, K %lld, trans %c%c, alpha %g, beta %g\n",
-               (long long)M, (long long)N, (long long)K, g.transa, g.transb, (double)g.alpha,
+               (long long)M, (long long)N, (long long)K, g.p.transa, g.p.transb, (double)g.alpha,
                (double)g.beta);
         printf("threads  %d used of %d\n", used, tessel_ctx_threads(ctx));
         printf("median   %.3f us of %d timed calls\n", median * 1e6, repeat);
@@ -344,7 +320,7 @@ int cmd_gemm(int argc, char **argv)
         /* A fresh call from the saved C: the timed calls overwrote C, and
          * with beta != 0 each one fed on the last. */
         memcpy(C, C0, (size_t)(M * N) * sizeof(float));
-        s = tessel_sgemm(ctx, g.transa, g.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,
+        s = tessel_sgemm(ctx, g.p.transa, g.p.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,
                          ldc);
         if (s != TESSEL_OK) {
             rc = cli_library_error(s);
