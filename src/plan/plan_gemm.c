@@ -123,15 +123,17 @@ static double balance(int64_t units, int threads, const double *prefix, int64_t 
  * which is what balancing gives there anyway. */
 enum { SPLIT_EXACT_UNITS = 4096 };
 
-static double split_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
-                         int64_t *bounds)
+/* Row tiles: the bounds only, what each thread is expected to take; the
+ * cost of the split is claimed_rows', since the tiles are handed out. */
+static void split_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
+                       int64_t *bounds)
 {
     double prefix[SPLIT_EXACT_UNITS + 1];
     int64_t units = p->ntiles;
     if (units > SPLIT_EXACT_UNITS) {
         for (int t = 0; t <= threads; t++)
             bounds[t] = units * t / threads;
-        return row_tile_cycles(m, p, p->runs[0].mr, tail_nv) * (double)units / threads;
+        return;
     }
     prefix[0] = 0.0;
     for (int64_t i = 0; i < units; i++) {
@@ -140,7 +142,7 @@ static double split_rows(const plan_model *m, const gemm_plan *p, int threads, i
         plan_tile_rows(p, i, &row, &mr);
         prefix[i + 1] = prefix[i] + row_tile_cycles(m, p, mr, tail_nv);
     }
-    return balance(units, threads, prefix, bounds);
+    balance(units, threads, prefix, bounds);
 }
 
 /* A split along M over threads runs with row tiles handed out one at a
