@@ -15,12 +15,8 @@ void ukernel_pack_a(hw_isa isa, int mr, int64_t k, const float *src, int64_t rs,
     if (rs == 1) { /* op(A) columns are contiguous: each k step copies mr floats */
         for (int64_t p = 0; p < k; p++)
             memcpy(dst + p * mr, src + p * cs, (size_t)mr * sizeof(float));
-    } else if (cs == 1) { /* rows contiguous along k */
+    } else { /* rows contiguous along k (cs == 1) */
         ukernel_transpose_lookup(isa)(mr, mr, k, src, rs, dst);
-    } else {
-        for (int64_t p = 0; p < k; p++)
-            for (int i = 0; i < mr; i++)
-                dst[p * mr + i] = src[i * rs + p * cs];
     }
 }
 
@@ -33,11 +29,7 @@ void ukernel_pack_b(hw_isa isa, int nr, int n, int64_t k, const float *src, int6
             for (int j = n; j < nr; j++)
                 dst[p * nr + j] = 0.0f;
         }
-    } else if (rs == 1) { /* op(B) = B^T: columns contiguous along k */
+    } else { /* op(B) = B^T: columns contiguous along k (rs == 1) */
         ukernel_transpose_lookup(isa)(nr, n, k, src, cs, dst);
-    } else {
-        for (int64_t p = 0; p < k; p++)
-            for (int j = 0; j < nr; j++)
-                dst[p * nr + j] = j < n ? src[p * rs + j * cs] : 0.0f;
     }
 }

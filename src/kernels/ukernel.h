@@ -81,7 +81,8 @@ ukernel_transpose_fn ukernel_transpose_lookup(hw_isa isa);
 int ukernel_vec_floats(hw_isa isa);
 
 /* Packing into the layouts the ukernels read, with the ISA's transpose
- * where the source runs the other way.
+ * where the source runs the other way. One of rs, cs is 1, as the API's
+ * transposes folded into strides always make it.
  * pack_a: an mr x k block whose element (i, p) is src[i * rs + p * cs]
  *   becomes dst[p * mr + i]; dst has UK_PACK_SLACK floats to spare.
  * pack_b: a k x n block whose element (p, j) is src[p * rs + j * cs]
