@@ -46,7 +46,7 @@ typedef struct {
     atomic_llong next_matrix; /* one at a time from this counter */
     float *scratch;       /* per-task slices of scratch_floats */
     int64_t scratch_floats;
-    int64_t a_floats, b_floats; /* within a slice: packed A block, packed B block */
+    int64_t a_floats, b_floats; /* within a slice: A micro-panel, B block (not shared) */
     /* Shared-B runs (plans split along M over threads): two B blocks all
      * tasks use, alternating by block, and each block's progress. */
     bool shared_b;
