@@ -74,6 +74,11 @@ typedef struct cli_problem {
 
 enum { CLI_NOT_TAKEN = -2 };
 
+/* How long `tessel gemm` (without --repeat) and `tessel explain` time a
+ * problem: calls for about this many seconds, within these counts. */
+#define CLI_TIMED_SECONDS 0.2
+enum { CLI_MIN_REPEAT = 3, CLI_MAX_REPEAT = 100000 };
+
 /* NN, the library's threads, no sizes yet. */
 cli_problem cli_problem_default(void);
 

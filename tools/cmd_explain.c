@@ -22,10 +22,6 @@
 static const char usage[] =
     "tessel explain gemm M N K [--trans NT] [--threads T] [--svg FILE] [--no-measure]";
 
-/* Aim the timed calls at this many seconds, as `tessel gemm` does. */
-static const double TARGET_SECONDS = 0.2;
-enum { MIN_REPEAT = 3, MAX_REPEAT = 100000 };
-
 static void print_help(void)
 {
     printf("usage: %s\n\n"
@@ -40,7 +36,7 @@ static void print_help(void)
            "                 or every core this process may run on\n"
            "  --svg FILE     also draw the tessellation as SVG into FILE\n"
            "  --no-measure   skip the timed calls (about %.1f s)\n",
-           usage, TARGET_SECONDS);
+           usage, CLI_TIMED_SECONDS);
 }
 
 typedef struct explain_args {
@@ -130,7 +126,7 @@ static double measure(tessel_ctx *ctx, const explain_args *g, int *calls, tessel
     o.A = cli_alloc_matrix(o.a_rows, o.a_cols);
     o.B = cli_alloc_matrix(o.b_rows, o.b_cols);
     o.C = cli_alloc_matrix(g->p.M, g->p.N);
-    double *times = malloc(MAX_REPEAT * sizeof *times);
+    double *times = malloc(CLI_MAX_REPEAT * sizeof *times);
     double median = -1.0;
     *status = TESSEL_OK;
     if (o.A && o.B && o.C && times) {
@@ -139,8 +135,8 @@ static double measure(tessel_ctx *ctx, const explain_args *g, int *calls, tessel
         int n = 0;
         double spent = 0.0;
         /* The first call plans and fills the buffer cache: not timed. */
-        for (int r = -1; *status == TESSEL_OK && n < MAX_REPEAT &&
-                         (n < MIN_REPEAT || spent < TARGET_SECONDS); r++) {
+        for (int r = -1; *status == TESSEL_OK && n < CLI_MAX_REPEAT &&
+                         (n < CLI_MIN_REPEAT || spent < CLI_TIMED_SECONDS); r++) {
             double t0 = cli_now();
             *status = tessel_sgemm(ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K, 1.0f, o.A,
                                    o.lda, o.B, o.ldb, 0.0f, o.C, o.ldc);

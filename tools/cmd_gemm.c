@@ -22,10 +22,6 @@ static const char usage[] =
     "tessel gemm M N K [--trans NT] [--threads T] [--repeat R] [--alpha A] "
     "[--beta B] [--check] [--csv]";
 
-/* Aim the timed calls at this many seconds when --repeat is not given. */
-static const double TARGET_SECONDS = 0.2;
-enum { MIN_REPEAT = 3, MAX_REPEAT = 100000 };
-
 static void print_help(void)
 {
     printf("usage: %s\n\n"
@@ -44,7 +40,7 @@ static void print_help(void)
            "  --csv         print one line: M,N,K,trans,threads,seconds,gflops,pct_peak\n\n"
            "Prints the median time, GFLOP/s (2MNK / t) and %% of peak, where peak is\n"
            "the quick-measured FMA peak per core times the threads the plan used.\n",
-           usage, TARGET_SECONDS, MIN_REPEAT);
+           usage, CLI_TIMED_SECONDS, CLI_MIN_REPEAT);
 }
 
 typedef struct gemm_args {
@@ -270,8 +266,8 @@ int cmd_gemm(int argc, char **argv)
     }
     int repeat = g.repeat;
     if (repeat == 0) {
-        double n = first > 0 ? TARGET_SECONDS / first : MAX_REPEAT;
-        repeat = n < MIN_REPEAT ? MIN_REPEAT : n > MAX_REPEAT ? MAX_REPEAT : (int)n;
+        double n = first > 0 ? CLI_TIMED_SECONDS / first : CLI_MAX_REPEAT;
+        repeat = n < CLI_MIN_REPEAT ? CLI_MIN_REPEAT : n > CLI_MAX_REPEAT ? CLI_MAX_REPEAT : (int)n;
     }
     times = malloc((size_t)repeat * sizeof *times);
     if (!times) {
