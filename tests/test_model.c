@@ -173,6 +173,18 @@ static void planner_invariants(void)
     big.transa = true;
     plan_gemm(&m, &big, 1, &p);
     CHECK(p.pack_a, "large GEMM with A transposed packs A");
+
+    /* B read in place from memory is streamed a few rows deep, also
+     * where a choice asks for other blocking; B that fits a few L2s is
+     * not. */
+    gemm_shape head = {.M = 1, .N = 50257, .K = 768};
+    plan_choice deep = {.kc = 384, .nc = 672};
+    plan_gemm_choice(&m, &head, 1, &deep, &p);
+    CHECK(!p.pack_b && p.kc == 32 && p.nc >= 4096 && p.nc < 4096 + p.nr,
+          "1x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
+    gemm_shape layer = {.M = 1, .N = 768, .K = 768};
+    plan_gemm(&m, &layer, 1, &p);
+    CHECK(!p.pack_b && p.kc > 32, "1x768x768 keeps the model's kc (%lld)", (long long)p.kc);
 }
 
 void suite_model(void)
