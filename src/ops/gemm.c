@@ -374,30 +374,32 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
 
     /* Scratch, acquired before anything is written: for every task, one
      * packed A micro-panel and (unless shared) a packed B block; for a
-     * shared-B run, two B blocks and every block's progress counters. */
+     * shared-B run, two B blocks, then every block's progress counters
+     * and every row tile's blocks done, in one buffer. */
     job.a_floats = plan->pack_a ? round_up(UK_MAX_MR * plan->kc + UK_PACK_SLACK, 16) : 0;
     int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
     bool b_scratch = !call->packed && !plan->dot;
     int64_t b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
     job.b_floats = job.shared_b ? 0 : b_floats;
     job.scratch_floats = job.a_floats + job.b_floats;
-    int64_t shared_floats = job.shared_b ? 2 * b_floats : 0;
-    job.scratch = rt_buffer_acquire(
-        env->buffers, (size_t)(job.scratch_floats * ntasks + shared_floats) * sizeof(float));
-    if (!job.scratch)
+    size_t float_bytes = (size_t)(job.scratch_floats * ntasks) * sizeof(float);
+    size_t progress_bytes = 0, tile_bytes = 0;
+    if (job.shared_b) {
+        float_bytes += (size_t)(2 * b_floats) * sizeof(float);
+        job.blocks = (call->N + plan->nc - 1) / plan->nc * ((call->K + plan->kc - 1) / plan->kc);
+        progress_bytes = (size_t)(batch * job.blocks) * sizeof(block_progress);
+        tile_bytes = (size_t)(batch * plan->ntiles) * sizeof(atomic_int);
+    }
+    /* float_bytes is a multiple of 64: the counters start on a cache line. */
+    char *scratch = rt_buffer_acquire(env->buffers, float_bytes + progress_bytes + tile_bytes);
+    if (!scratch)
         return TESSEL_ERR_NO_MEMORY;
+    job.scratch = (float *)scratch;
     if (job.shared_b) {
         job.shared_b_bufs[0] = job.scratch + job.scratch_floats * ntasks;
         job.shared_b_bufs[1] = job.shared_b_bufs[0] + b_floats;
-        job.blocks = (call->N + plan->nc - 1) / plan->nc * ((call->K + plan->kc - 1) / plan->kc);
-        job.progress = malloc((size_t)(batch * job.blocks) * sizeof *job.progress);
-        job.tile_blocks = malloc((size_t)(batch * plan->ntiles) * sizeof *job.tile_blocks);
-        if (!job.progress || !job.tile_blocks) {
-            free(job.progress);
-            free(job.tile_blocks);
-            rt_buffer_release(env->buffers, job.scratch);
-            return TESSEL_ERR_NO_MEMORY;
-        }
+        job.progress = (block_progress *)(scratch + float_bytes);
+        job.tile_blocks = (atomic_int *)(scratch + float_bytes + progress_bytes);
         for (int64_t i = 0; i < batch * job.blocks; i++) {
             atomic_init(&job.progress[i].tiles_claimed, 0);
             atomic_init(&job.progress[i].tiles_done, 0);
@@ -411,9 +413,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         rt_pool_run(env->pool, gemm_task, &job, ntasks);
     else
         gemm_task(&job, 0, 1);
-    free(job.progress);
-    free(job.tile_blocks);
-    rt_buffer_release(env->buffers, job.scratch);
+    rt_buffer_release(env->buffers, scratch);
     return TESSEL_OK;
 }
 
