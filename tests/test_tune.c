@@ -128,6 +128,15 @@ static void check_variants(tessel_ctx *ctx)
                 CHECK(ok, "variant %d (%s) of %lldx%lldx%lld %c%c, %d threads: error %g",
                       i, text, (long long)s.M, (long long)s.N, (long long)s.K,
                       s.transa ? 'T' : 'N', s.transb ? 'T' : 'N', env.threads, worst);
+                /* Packed as B too large for any cache is: rows first. */
+                if (p.pack_b && !s.transb) {
+                    p.b_from_memory = true;
+                    ok = run_variant(&env, &v, &p, i % 3 == 0 ? 0 : 1, &worst);
+                    CHECK(ok, "variant %d (%s) of %lldx%lldx%lld %cN packed rows first, "
+                              "%d threads: error %g",
+                          i, text, (long long)s.M, (long long)s.N, (long long)s.K,
+                          s.transa ? 'T' : 'N', env.threads, worst);
+                }
             }
             variant_case_free(&v);
         }

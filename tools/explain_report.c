@@ -213,8 +213,14 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
         printf("plan      packed path: A %s; B %s\n",
                !p->pack_a ? "read in place (too few rows to pay for the copy)"
                           : "packed tile by tile",
-               p->pack_b ? "packed into nr-wide panels"
-                         : "read in place (copying it would cost more than reading in place)");
+               p->pack_b && p->b_from_memory
+                   ? "packed into nr-wide panels, 16 rows at a time across each block (it "
+                     "comes from memory: the prefetchers follow its rows)"
+               : p->pack_b ? "packed into nr-wide panels"
+               : p->b_from_memory
+                   ? "read in place a few rows deep (it comes from memory: the prefetchers "
+                     "follow its rows)"
+                   : "read in place (copying it would cost more than reading in place)");
     print_rows_and_columns(p, s);
     printf("ukernels ");
     int shown = -1;

@@ -90,7 +90,31 @@ static void scale_c(const gemm_call *c)
  * all of B once more (measured: 7% of 384x3072x768). */
 static bool packs_on_first_use(const gemm_call *c, const gemm_plan *p)
 {
-    return p->pack_b && !c->packed && c->b_cs == 1;
+    return p->pack_b && !c->packed && c->b_cs == 1 && !p->b_from_memory;
+}
+
+/* Rows of B from memory packed per step: each step is that many streams
+ * along the rows, across every panel of the block. */
+enum { PACK_ROWS_PER_STEP = 16 };
+
+/* Packs a whole (jc, pc) block of B from memory before its first tile
+ * runs, a few rows at a time across all its panels: B then streams along
+ * its rows, where the prefetchers follow it. Panel by panel, it is as
+ * many short streams as the block is deep (plan.h, b_from_memory). */
+static void pack_b_by_rows(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t nb,
+                           int64_t pc, int64_t kb, float *b_buf)
+{
+    int64_t panels = (nb + p->nr - 1) / p->nr;
+    for (int64_t k0 = 0; k0 < kb; k0 += PACK_ROWS_PER_STEP) {
+        int64_t rows = min64(PACK_ROWS_PER_STEP, kb - k0);
+        for (int64_t jr = 0; jr < panels; jr++) {
+            int cols = (int)min64(p->nr, nb - jr * p->nr);
+            int width = panel_width(p, cols);
+            const float *src = c->B + (pc + k0) * c->b_rs + jc + jr * p->nr;
+            ukernel_pack_b(p->isa, width, cols, rows, src, c->b_rs, 1,
+                           b_buf + jr * p->nr * kb + k0 * width);
+        }
+    }
 }
 
 /* Prepares B panel jr of the (jc, pc) block, nb columns from jc: packs
@@ -179,13 +203,16 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
     }
     int64_t panels = (blk->nb + p->nr - 1) / p->nr;
     bool first_use = packs_on_first_use(c, p);
+    bool by_rows = first_tile && p->b_from_memory && p->pack_b && !c->packed && c->b_cs == 1;
+    if (by_rows)
+        pack_b_by_rows(c, p, blk->jc, blk->nb, blk->pc, blk->kb, b_buf);
     for (int64_t jr = 0; jr < panels; jr++) {
         int64_t col = blk->jc + jr * p->nr;
         args.n = (int)min64(p->nr, blk->nb - jr * p->nr);
         desc.nv = (args.n + p->vec - 1) / p->vec;
-        if (first_tile)
+        if (first_tile && !by_rows)
             prepare_b_panel(c, p, blk->jc, blk->nb, blk->pc, blk->kb, jr, first_use, b_buf);
-        else if (panels_ready && panel_from_first_tile(c, p, args.n))
+        else if (!first_tile && panels_ready && panel_from_first_tile(c, p, args.n))
             rt_wait_at_least(panels_ready, (int)jr + 1);
         point_at_b(c, p, blk->jc, jr, args.n, blk->pc, blk->kb, b_buf, first_tile, &args);
         args.c = c->C + r * c->ldc + col;

@@ -128,6 +128,11 @@ typedef struct gemm_plan {
     bool dot;
     int dot_mr, dot_nj;
     bool pack_a, pack_b;
+    /* op(B) with contiguous rows that no cache keeps between calls: read
+     * in place it is blocked a few rows deep (kc 32); packed, each block
+     * is copied a few rows at a time across all its panels, not panel by
+     * panel, so either way B streams along its rows from memory. */
+    bool b_from_memory;
     int b_prefetch;           /* rows of B the ukernel prefetches ahead */
     /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
     plan_run runs[PLAN_MAX_RUNS];

@@ -28,16 +28,19 @@ static const int PACKED_PREFETCH_BYTES = 1024;
 static const int IN_PLACE_PREFETCH_ROWS = 16;
 /* The extra time of reading B in place over packed panels (measured). */
 static const double IN_PLACE_PENALTY = 0.07;
-/* B read in place that no cache keeps between calls (larger than this
- * many L2s) comes from memory at the speed of the hardware prefetchers,
- * which follow a few dozen streams, one per row. So its block is a few
- * rows deep and long along them: kc 32, nc 4096. Time streamed / as the
+/* B that no cache keeps between calls (larger than this many L2s) comes
+ * from memory at the speed of the hardware prefetchers, which follow a
+ * few dozen streams, one per row. Read in place, its block is a few rows
+ * deep and long along them: kc 32, nc 4096. Time streamed / as the
  * blocking rules have it, 1 thread: 1x50257x768 0.57-0.71, 32x50257x768
  * 0.57, 1x4096x4096 0.87, 16x4096x4096 0.86, 1x11008x4096 1.05; B
  * that stays in L3 between calls gained nothing (1x3072x768 1.03-1.07,
  * 1x4096x1024 0.98), hence the bound. A choice's kc and nc give way to
  * this, as the prefetch distance does: the cost model has no term for
- * the prefetchers and would trade it for fewer k blocks. */
+ * the prefetchers and would trade it for fewer k blocks. Packed, B keeps
+ * its blocking (a shallow kc would move C once per 32 rows) and is
+ * copied rows first (ops/gemm.c, b_from_memory): 128x50257x768 packed
+ * / streamed in place went from 1.13-1.17 to 0.86-0.87. */
 static const int64_t STREAM_B_L2S = 16;
 static const int64_t STREAM_KC = 32, STREAM_NC = 4096;
 
@@ -335,8 +338,9 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * half the L2 since its rows lie far apart, unless copying it is cheap
      * next to the product. Packed weights are already in panels. */
     p->pack_b = !b_read_in_place(m, s, c, small_m);
-    bool from_memory = s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
-    if (!p->pack_b && from_memory) {
+    p->b_from_memory = !s->transb && s->prepacked_kc == 0 &&
+                       s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
+    if (!p->pack_b && p->b_from_memory) {
         p->kc = even_kc(STREAM_KC, s->K);
         p->nc = (STREAM_NC + p->nr - 1) / p->nr * p->nr;
     } else if (!p->pack_b && c->nc == 0) {
