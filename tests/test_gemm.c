@@ -546,6 +546,19 @@ static void batched_cases(void)
                 }
                 run_case(&gc);
             }
+    /* Batches long enough that threads claim several matrices at a time
+     * (ops/gemm.c), the last claim cut short: 97 = 8 x 12 + 1 on 2 threads. */
+    static const int64_t long_batches[] = {50, 97};
+    for (int c = 0; c < N_CTX; c++)
+        for (int bi = 0; bi < 2; bi++) {
+            gemm_case gc = gemm_case_tight(trans[c % 4][0], trans[c % 4][1],
+                                           test_rng_range(&r, 1, 30), test_rng_range(&r, 1, 30),
+                                           test_rng_range(&r, 1, 70), random_alpha(&r),
+                                           random_beta(&r));
+            gc.nan_c = gc.beta == 0.0f;
+            gemm_case_batch(&gc, long_batches[bi], test_rng_range(&r, 0, 5));
+            run_on(contexts[c], &gc);
+        }
     /* An attention score block: 12 heads of 64 x 64 over d 64, S = Q K^T
      * with Q, K and S all [64, 12 * 64]. */
     for (int c = 0; c < N_CTX; c++) {

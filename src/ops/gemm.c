@@ -19,6 +19,7 @@
  * per block and hands out row tiles (run_shared_b). Small batched matrices
  * instead run whole matrices per thread.
  */
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@
 /* Below this many flops a matrix gains nothing from splitting over threads,
  * so batches of such matrices are split over the batch instead. */
 static const double SMALL_MATRIX_FLOPS = 4e6;
+/* Claims of matrices per task in a batch split over threads. */
+static const int64_t CLAIMS_PER_TASK = 4;
 
 /* Progress of one (jc, pc) block of a shared-B run, counted by the tasks:
  * row tiles claimed and done, and the B panels its first tile has packed. */
@@ -43,7 +46,7 @@ typedef struct {
     int64_t batch;
     int64_t stride_a, stride_b, stride_c;
     bool split_batch;     /* tasks take whole matrices, not plan shares, */
-    atomic_llong next_matrix; /* one at a time from this counter */
+    int64_t per_claim;    /* this many at a time from next_matrix */
     float *scratch;       /* per-task slices of scratch_floats */
     int64_t scratch_floats;
     int64_t a_floats, b_floats; /* within a slice: A micro-panel, B block (not shared) */
@@ -54,6 +57,9 @@ typedef struct {
     block_progress *progress;
     int64_t blocks;       /* (jc, pc) blocks of one matrix */
     atomic_int *tile_blocks; /* per matrix and row tile: its blocks done */
+    /* On a cache line of its own: every claim writes it, and the fields
+     * above are read all the time by every task. */
+    alignas(64) atomic_llong next_matrix;
 } gemm_job;
 
 static int64_t round_up(int64_t x, int64_t to)
@@ -337,12 +343,13 @@ static void gemm_task(void *opaque, int task, int ntasks)
     float *a_buf = slice, *b_buf = slice + job->a_floats;
     (void)ntasks;
     if (job->split_batch) {
-        /* Matrices one at a time, so a thread the machine slows down
+        /* Matrices a few at a time, so a thread the machine slows down
          * takes fewer of them. */
-        for (int64_t i; (i = atomic_fetch_add(&job->next_matrix, 1)) < job->batch;) {
-            gemm_call c = batch_entry(job, i);
-            run_plan_share(&c, job->plan, 0, a_buf, b_buf);
-        }
+        for (int64_t i0; (i0 = atomic_fetch_add(&job->next_matrix, job->per_claim)) < job->batch;)
+            for (int64_t i = i0; i < min64(i0 + job->per_claim, job->batch); i++) {
+                gemm_call c = batch_entry(job, i);
+                run_plan_share(&c, job->plan, 0, a_buf, b_buf);
+            }
         return;
     }
     for (int64_t i = 0; i < job->batch; i++) {
@@ -392,10 +399,19 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         return TESSEL_OK;
     }
 
-    /* A one-thread plan for a batch: whole matrices per thread instead. */
-    job.split_batch = env->threads > 1 && batch > 1 && plan->threads == 1;
+    /* A one-thread plan for a batch: whole matrices per thread instead,
+     * unless the batch is over before a woken thread would join in. */
+    gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K};
+    job.split_batch = env->threads > 1 && batch > 1 && plan->threads == 1 &&
+                      plan_batch_split_pays(env->model, &shape, batch);
     atomic_init(&job.next_matrix, 0);
     int ntasks = job.split_batch ? (int)min64(env->threads, batch) : plan->threads;
+    /* About CLAIMS_PER_TASK claims each: fewer, and a slowed thread
+     * cannot hand its share on; more, and the counter's cache line
+     * travels between the cores for every few small matrices. */
+    job.per_claim = batch / ((int64_t)ntasks * CLAIMS_PER_TASK);
+    if (job.per_claim < 1)
+        job.per_claim = 1;
 
     job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot;
 

@@ -414,6 +414,22 @@ int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_ch
     return n;
 }
 
+/* Below this much work on one thread, a batch runs on the caller alone:
+ * waking a thread and sharing the batch's counter cost more than the
+ * thread gives. Each matrix costs SECONDS_PER_MATRIX beyond its flops
+ * (192 x (5x64x5) took 16-23 us on one thread, 3.6 of them flops). Time
+ * on 1 thread, 2 threads: 12 x (5x64x5) 1.0 us, 3.1 us; 12 x (1x64x1)
+ * 0.6, 2.4; 12 x (24x64x24) 8.6, 8.1-8.9; 192 x (5x64x5) 16-23, 13-15. */
+static const double BATCH_SPLIT_MIN_SECONDS = 4e-6;
+static const double SECONDS_PER_MATRIX = 0.1e-6;
+
+bool plan_batch_split_pays(const plan_model *m, const gemm_shape *s, int64_t batch)
+{
+    double peak_flops = m->cycles_per_second * m->hw.fma_per_cycle * 2.0 * m->vec;
+    double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
+    return (double)batch * (flops / peak_flops + SECONDS_PER_MATRIX) >= BATCH_SPLIT_MIN_SECONDS;
+}
+
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
 {
     plan_choice rules = {0};
