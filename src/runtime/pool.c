@@ -107,6 +107,7 @@ static void wait_for(bool (*done)(rt_pool *, unsigned long), rt_pool *p, unsigne
 {
     double deadline = seconds_now() + SPIN_SECONDS;
     for (unsigned i = 1; !done(p, arg); i++) {
+        rt_cpu_relax();
         if (i % 256 == 0 && seconds_now() > deadline) {
             pthread_mutex_lock(&p->lock);
             sleeping(p, 1);

@@ -45,6 +45,18 @@ void rt_buffer_release(rt_buffers *cache, void *buffer);
  * in the second case; see ops/gemm.c). */
 void rt_wait_at_least(atomic_int *counter, int target);
 
+/* Tells the core this thread is spinning: on x86 a pause of a few dozen
+ * cycles, which leaves the core's resources to a sibling hyperthread
+ * (a virtual CPU may be one) instead of issuing loads flat out. */
+static inline void rt_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* Seconds on the monotonic clock, for timing. */
 double rt_seconds(void);
 

@@ -12,22 +12,13 @@
 /* Spins before each yield: about a microsecond of polling. */
 static const int SPINS_BEFORE_YIELD = 1000;
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 void rt_wait_at_least(atomic_int *counter, int target)
 {
     for (;;) {
         for (int i = 0; i < SPINS_BEFORE_YIELD; i++) {
             if (atomic_load_explicit(counter, memory_order_acquire) >= target)
                 return;
-            cpu_relax();
+            rt_cpu_relax();
         }
         sched_yield();
     }
