@@ -200,7 +200,7 @@ static void packing(hw_isa isa)
  * written past the panel and its slack (a guard float after them). */
 static void transposing(hw_isa isa)
 {
-    ukernel_transpose_fn fn = ukernel_transpose_lookup(isa);
+    ukernel_transpose_fn fn = ukernel_packers_lookup(isa)->transpose;
     enum { MAX_W = 51, MAX_K = 37, LD = 41 };
     static float src[MAX_W * LD], dst[MAX_W * MAX_K + UK_PACK_SLACK + 1];
     for (int i = 0; i < MAX_W * LD; i++)
@@ -223,12 +223,47 @@ static void transposing(hw_isa isa)
     CHECK(failures == 0, "%s transposes: %d wrong", hw_isa_name(isa), failures);
 }
 
+/* Row copies into panels of every width up to four vectors and a bit,
+ * every n up to it, k across a few rows, ld tight and padded: the values,
+ * zeros past n (where the source holds other values), and nothing written
+ * past the panel (a guard float). That nothing is read past the block is
+ * for AddressSanitizer to see, on the GEMM suite's heap buffers. */
+static void copying_rows(hw_isa isa)
+{
+    ukernel_copy_fn fn = ukernel_packers_lookup(isa)->copy_rows;
+    enum { MAX_W = 67, MAX_K = 5, MAX_LD = MAX_W + 3 };
+    static float src[MAX_K * MAX_LD + 64], dst[MAX_W * MAX_K + 1];
+    int failures = 0;
+    for (int w = 1; w <= MAX_W; w++)
+        for (int n = 1; n <= w; n++)
+            for (int k = 0; k <= MAX_K; k++)
+                for (int pad = 0; pad <= 3; pad += 3) {
+                    int ld = n + pad;
+                    /* The block, then values it must not copy. */
+                    for (int i = 0; i < MAX_K * MAX_LD + 64; i++)
+                        src[i] = i < (k > 0 ? (k - 1) * ld + n : 0) && i % ld < n
+                                     ? (float)(i + 1) : -7.0f;
+                    for (int i = 0; i <= MAX_W * MAX_K; i++)
+                        dst[i] = -1.0f;
+                    fn(w, n, k, src, ld, dst);
+                    bool ok = dst[w * k] == -1.0f;
+                    for (int p = 0; p < k; p++)
+                        for (int j = 0; j < w; j++)
+                            ok = ok && dst[p * w + j] == (j < n ? src[p * ld + j] : 0.0f);
+                    if (!ok && failures++ < 3)
+                        CHECK(false, "%s copy rows w %d n %d k %d ld %d", hw_isa_name(isa), w,
+                              n, k, ld);
+                }
+    CHECK(failures == 0, "%s row copies: %d wrong", hw_isa_name(isa), failures);
+}
+
 void suite_kernels(void)
 {
     for (int isa = 0; isa < HW_ISA_COUNT; isa++)
         if (isa_runs_here((hw_isa)isa)) {
             packing((hw_isa)isa);
             transposing((hw_isa)isa);
+            copying_rows((hw_isa)isa);
         }
     every_kernel();
     every_dot_kernel();

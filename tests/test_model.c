@@ -182,6 +182,16 @@ static void planner_invariants(void)
     plan_gemm_choice(&m, &head, 1, &deep, &p);
     CHECK(!p.pack_b && p.kc == 32 && p.nc >= 4096 && p.nc < 4096 + p.nr,
           "1x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
+    /* N between one panel and two, not a multiple of the panel: one
+     * wider panel, also against a choice; N = 64 keeps the model's. */
+    gemm_shape narrow48 = {.M = 100, .N = 48, .K = 100};
+    plan_choice two = {.nv = 2};
+    plan_gemm_choice(&m, &narrow48, 1, &two, &p);
+    CHECK(p.npanels == 1 && p.nv * m.vec >= 48, "N = 48 is one panel (nv %d)", p.nv);
+    gemm_shape n64 = {.M = 100, .N = 64, .K = 100};
+    plan_gemm_choice(&m, &n64, 1, &two, &p);
+    CHECK(p.nv == 2, "N = 64 keeps the choice's width (nv %d)", p.nv);
+
     gemm_shape layer = {.M = 1, .N = 768, .K = 768};
     plan_gemm(&m, &layer, 1, &p);
     CHECK(!p.pack_b && p.kc > 32, "1x768x768 keeps the model's kc (%lld)", (long long)p.kc);

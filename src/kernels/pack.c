@@ -16,20 +16,15 @@ void ukernel_pack_a(hw_isa isa, int mr, int64_t k, const float *src, int64_t rs,
         for (int64_t p = 0; p < k; p++)
             memcpy(dst + p * mr, src + p * cs, (size_t)mr * sizeof(float));
     } else { /* rows contiguous along k (cs == 1) */
-        ukernel_transpose_lookup(isa)(mr, mr, k, src, rs, dst);
+        ukernel_packers_lookup(isa)->transpose(mr, mr, k, src, rs, dst);
     }
 }
 
 void ukernel_pack_b(hw_isa isa, int nr, int n, int64_t k, const float *src, int64_t rs,
                     int64_t cs, float *dst)
 {
-    if (cs == 1) { /* rows of op(B) are contiguous: copy them, zero the rest */
-        for (int64_t p = 0; p < k; p++) {
-            memcpy(dst + p * nr, src + p * rs, (size_t)n * sizeof(float));
-            for (int j = n; j < nr; j++)
-                dst[p * nr + j] = 0.0f;
-        }
-    } else { /* op(B) = B^T: columns contiguous along k (rs == 1) */
-        ukernel_transpose_lookup(isa)(nr, n, k, src, cs, dst);
-    }
+    if (cs == 1) /* rows of op(B) are contiguous: copy them, zero the rest */
+        ukernel_packers_lookup(isa)->copy_rows(nr, n, k, src, rs, dst);
+    else /* op(B) = B^T: columns contiguous along k (rs == 1) */
+        ukernel_packers_lookup(isa)->transpose(nr, n, k, src, cs, dst);
 }

@@ -70,12 +70,21 @@ ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj);
 /* Copies `rows` rows of a matrix, ld floats apart and contiguous along k,
  * into a panel w floats wide, transposed: dst[p * w + i] = src[i * ld + p]
  * for i < rows, zero for rows <= i < w (rows <= w). dst needs room for
- * UK_PACK_SLACK floats past w * k: whole-vector stores may run into it.
- * Each ISA class builds one (ukernel_template.h). */
+ * UK_PACK_SLACK floats past w * k: whole-vector stores may run into it. */
 enum { UK_PACK_SLACK = 16 };
 typedef void (*ukernel_transpose_fn)(int w, int rows, int64_t k, const float *src, int64_t ld,
                                      float *dst);
-ukernel_transpose_fn ukernel_transpose_lookup(hw_isa isa);
+/* Copies k rows of n floats, ld floats apart, into a panel w floats wide
+ * (n <= w): dst[p * w + j] = src[p * ld + j] for j < n, zero for
+ * n <= j < w. Reads nothing past the block's last element. */
+typedef void (*ukernel_copy_fn)(int w, int n, int64_t k, const float *src, int64_t ld,
+                                float *dst);
+/* Each ISA class builds both (ukernel_template.h). */
+typedef struct ukernel_packers {
+    ukernel_transpose_fn transpose;
+    ukernel_copy_fn copy_rows;
+} ukernel_packers;
+const ukernel_packers *ukernel_packers_lookup(hw_isa isa);
 
 /* Floats per vector of an ISA class. */
 int ukernel_vec_floats(hw_isa isa);

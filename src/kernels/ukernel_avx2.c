@@ -18,4 +18,4 @@ const ukernel_entry ukernel_dot_table_avx2[] = {UK_DOT_SIZES_16REG(UK_DOT_ENTRY)
 const int ukernel_dot_table_avx2_count =
     sizeof ukernel_dot_table_avx2 / sizeof ukernel_dot_table_avx2[0];
 
-const ukernel_transpose_fn ukernel_transpose_avx2 = uk_pack_transposed;
+const ukernel_packers ukernel_packers_avx2 = UK_PACKERS;

@@ -18,4 +18,4 @@ const ukernel_entry ukernel_dot_table_avx512[] = {UK_DOT_SIZES_32REG(UK_DOT_ENTR
 const int ukernel_dot_table_avx512_count =
     sizeof ukernel_dot_table_avx512 / sizeof ukernel_dot_table_avx512[0];
 
-const ukernel_transpose_fn ukernel_transpose_avx512 = uk_pack_transposed;
+const ukernel_packers ukernel_packers_avx512 = UK_PACKERS;

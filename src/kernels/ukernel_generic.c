@@ -38,4 +38,4 @@ const ukernel_entry ukernel_dot_table_generic[] = {UK_DOT_SIZES_GENERIC(UK_DOT_E
 const int ukernel_dot_table_generic_count =
     sizeof ukernel_dot_table_generic / sizeof ukernel_dot_table_generic[0];
 
-const ukernel_transpose_fn ukernel_transpose_generic = uk_pack_transposed;
+const ukernel_packers ukernel_packers_generic = UK_PACKERS;

@@ -155,10 +155,11 @@ typedef struct gemm_plan {
 } gemm_plan;
 
 
-/* Whether a batch of `batch` matrices of shape s, each planned for one
- * thread, is worth splitting over threads: only when one thread would
- * take a few microseconds over it, more than waking the others costs. */
-bool plan_batch_split_pays(const plan_model *m, const gemm_shape *s, int64_t batch);
+/* Whether `batch` matrices of shape s are worth splitting over threads
+ * (a batch by matrices, one matrix by its plan's split): only when one
+ * thread would take a few microseconds over them, more than waking the
+ * others costs. */
+bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch);
 
 /* Plans C = op(A) op(B) for `threads` threads (capped at PLAN_MAX_THREADS):
  * the rules' plan, or with a calibrated cost model the cheapest predicted

@@ -241,10 +241,26 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
 }
 
 /* The main tile width a choice asks for, if the family has a usable tile
- * of it; a pre-packed B fixes the width it was packed with. */
+ * of it; a pre-packed B fixes the width it was packed with. N a little
+ * wider than the model's panel, not a multiple of it and within the
+ * widest tile, is one panel of the width that covers it, whatever the
+ * choice, rather than a full panel and a masked one (time one panel /
+ * two, 1 and 2 threads: 100x48x100 0.72 / 0.67; B^T: 43x43x64 0.80,
+ * 48x48x64 0.85, 62x62x64 0.96). Not where that one panel would be
+ * masked and B is read in place: the first tile then packs it and, split
+ * over threads, the others wait for all of it (64x40x256: 0.81 on one
+ * thread, twice as slow on two). N = 64, two full panels of 32 or one of
+ * 64, went either way by up to 9% from one spell of the machine to the
+ * next, and stays with the model. */
 static int choose_width(const plan_model *m, const gemm_shape *s, const plan_choice *c)
 {
-    if (s->prepacked_kc > 0 || c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
+    if (s->prepacked_kc > 0)
+        return m->nv;
+    int64_t one_panel = (s->N + m->vec - 1) / m->vec;
+    if (one_panel > m->nv && one_panel <= UK_MAX_NV && m->bulk_mr[one_panel] > 0 &&
+        s->N % m->nr != 0 && (s->transb || s->N % m->vec == 0))
+        return (int)one_panel;
+    if (c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
         return m->nv;
     return c->nv;
 }
@@ -286,7 +302,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     p->vec = m->vec;
     p->nv = choose_width(m, s, c);
     p->nr = p->nv * m->vec;
-    if (threads < 1)
+    if (threads < 1 || !plan_threads_pay(m, s, 1))
         threads = 1;
     if (threads > PLAN_MAX_THREADS)
         threads = PLAN_MAX_THREADS;
@@ -414,20 +430,21 @@ int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_ch
     return n;
 }
 
-/* Below this much work on one thread, a batch runs on the caller alone:
- * waking a thread and sharing the batch's counter cost more than the
- * thread gives. Each matrix costs SECONDS_PER_MATRIX beyond its flops
- * (192 x (5x64x5) took 16-23 us on one thread, 3.6 of them flops). Time
- * on 1 thread, 2 threads: 12 x (5x64x5) 1.0 us, 3.1 us; 12 x (1x64x1)
- * 0.6, 2.4; 12 x (24x64x24) 8.6, 8.1-8.9; 192 x (5x64x5) 16-23, 13-15. */
-static const double BATCH_SPLIT_MIN_SECONDS = 4e-6;
+/* Below this much work on one thread, a call runs on the caller alone:
+ * waking a thread and sharing counters with it cost more than it gives.
+ * Each matrix costs SECONDS_PER_MATRIX beyond its flops (192 x (5x64x5)
+ * took 16-23 us on one thread, 3.6 of them flops). Time on 1 thread, 2
+ * threads: 12 x (5x64x5) 1.0 us, 3.1 us; 12 x (1x64x1) 0.6, 2.4; 12 x
+ * (24x64x24) 8.6, 8.1-8.9; 192 x (5x64x5) 16-23, 13-15; one 64^3 4.0,
+ * 4.5; one 127^3 28-30, 27. */
+static const double THREADS_MIN_SECONDS = 4e-6;
 static const double SECONDS_PER_MATRIX = 0.1e-6;
 
-bool plan_batch_split_pays(const plan_model *m, const gemm_shape *s, int64_t batch)
+bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch)
 {
     double peak_flops = m->cycles_per_second * m->hw.fma_per_cycle * 2.0 * m->vec;
     double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
-    return (double)batch * (flops / peak_flops + SECONDS_PER_MATRIX) >= BATCH_SPLIT_MIN_SECONDS;
+    return (double)batch * (flops / peak_flops + SECONDS_PER_MATRIX) >= THREADS_MIN_SECONDS;
 }
 
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
