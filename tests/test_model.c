@@ -184,10 +184,13 @@ static void planner_invariants(void)
           "1x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
     /* N between one panel and two, not a multiple of the panel: one
      * wider panel, also against a choice; N = 64 keeps the model's. */
-    gemm_shape narrow48 = {.M = 100, .N = 48, .K = 100};
+    int wider = m.nv + 1; /* a width the family has one size up, N a multiple of its vectors */
+    gemm_shape narrow = {.M = 100, .N = (int64_t)wider * m.vec, .K = 100};
     plan_choice two = {.nv = 2};
-    plan_gemm_choice(&m, &narrow48, 1, &two, &p);
-    CHECK(p.npanels == 1 && p.nv * m.vec >= 48, "N = 48 is one panel (nv %d)", p.nv);
+    plan_gemm_choice(&m, &narrow, 1, &two, &p);
+    CHECK(m.nv < 2 || wider > UK_MAX_NV || m.bulk_mr[wider] == 0 ||
+              (p.npanels == 1 && p.nv == wider),
+          "N = %lld is one panel (nv %d)", (long long)narrow.N, p.nv);
     gemm_shape n64 = {.M = 100, .N = 64, .K = 100};
     plan_gemm_choice(&m, &n64, 1, &two, &p);
     CHECK(p.nv == 2, "N = 64 keeps the choice's width (nv %d)", p.nv);
