@@ -179,6 +179,16 @@ typedef struct {
     int64_t jc, nb, pc, kb;
 } b_block;
 
+/* A shared-B run that reads B in place still packs the masked last panel
+ * (the ukernel loads whole vectors). Each task packs its own copy, once
+ * per block, rather than waiting for the first tile's and then reading
+ * it from the other core (64x40x256 on 2 threads took twice its time on
+ * one that way). */
+typedef struct {
+    float *buf;
+    bool ready; /* packed for the current block */
+} own_panel;
+
 /* Row tile t across the block's B panels. Its A micro-panel (packed just
  * before, when the plan packs A) stays in L1 while the B micro-panels
  * stream past it from L2, and C is written along its rows. The block's
@@ -187,7 +197,8 @@ typedef struct {
  * counts the panels done there, and any other tile waits for each panel
  * it needs, a step behind. */
 static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk, int64_t t,
-                     bool first_tile, atomic_int *panels_ready, float *a_buf, float *b_buf)
+                     bool first_tile, atomic_int *panels_ready, float *a_buf, float *b_buf,
+                     own_panel *own)
 {
     int64_t r;
     int mr;
@@ -227,13 +238,20 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
         args.n = (int)min64(p->nr, blk->nb - jr * p->nr);
         desc.nv = (args.n + p->vec - 1) / p->vec;
         bool copied_as_read = first_tile && first_use && args.n == p->nr;
-        if (first_tile && !by_rows)
+        bool own_copy = own && args.n < p->nr;
+        if (own_copy) {
+            if (!own->ready)
+                prepare_b_panel(c, p, blk->jc, blk->nb, blk->pc, blk->kb, jr, false, own->buf);
+            own->ready = true;
+        } else if (first_tile && !by_rows) {
             prepare_b_panel(c, p, blk->jc, blk->nb, blk->pc, blk->kb, jr, first_use, b_buf);
-        else if (!first_tile && panels_ready && panel_from_first_tile(c, p, args.n))
+        } else if (!first_tile && panels_ready && panel_from_first_tile(c, p, args.n)) {
             rt_wait_at_least(panels_ready, (int)jr + 1);
+        }
         if (publish && !copied_as_read)
             atomic_store_explicit(panels_ready, (int)jr + 1, memory_order_release);
-        point_at_b(c, p, blk->jc, jr, args.n, blk->pc, blk->kb, b_buf, first_tile, &args);
+        point_at_b(c, p, blk->jc, jr, args.n, blk->pc, blk->kb, own_copy ? own->buf : b_buf,
+                   first_tile, &args);
         args.c = c->C + r * c->ldc + col;
         ukernel_lookup(&desc)(&args);
         if (publish && copied_as_read)
@@ -255,7 +273,7 @@ static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_
             b_block blk = {.jc = jc, .nb = min64(p->nc, n1 - jc), .pc = pc,
                            .kb = min64(p->kc, c->K - pc)};
             for (int64_t t = t0; t < t1; t++)
-                run_tile(c, p, &blk, t, t == t0, NULL, a_buf, b_buf);
+                run_tile(c, p, &blk, t, t == t0, NULL, a_buf, b_buf, NULL);
         }
 }
 
@@ -276,7 +294,8 @@ static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_
  * running task: the earliest unfinished work never waits, so the run
  * always finishes, also when the pool runs the tasks one after another
  * (the first then does it all). */
-static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix, float *a_buf)
+static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix, float *a_buf,
+                         float *own_buf)
 {
     const gemm_plan *p = job->plan;
     atomic_int *tile_blocks = job->tile_blocks + matrix * p->ntiles;
@@ -288,11 +307,13 @@ static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix
                            .kb = min64(p->kc, c->K - pc)};
             block_progress *bp = &job->progress[g];
             float *b_buf = job->shared_b_bufs[g % 2];
+            own_panel own = {.buf = own_buf, .ready = false};
             for (int t; (t = atomic_fetch_add(&bp->tiles_claimed, 1)) < p->ntiles;) {
                 if (t == 0 && g >= 2)
                     rt_wait_at_least(&job->progress[g - 2].tiles_done, (int)p->ntiles);
                 rt_wait_at_least(&tile_blocks[t], b);
-                run_tile(c, p, &blk, t, t == 0, &bp->panels_ready, a_buf, b_buf);
+                run_tile(c, p, &blk, t, t == 0, &bp->panels_ready, a_buf, b_buf,
+                         own_buf ? &own : NULL);
                 atomic_store_explicit(&tile_blocks[t], b + 1, memory_order_release);
                 atomic_fetch_add_explicit(&bp->tiles_done, 1, memory_order_release);
             }
@@ -368,7 +389,7 @@ static void gemm_task(void *opaque, int task, int ntasks)
     for (int64_t i = 0; i < job->batch; i++) {
         gemm_call c = batch_entry(job, i);
         if (job->shared_b)
-            run_shared_b(job, &c, i, a_buf);
+            run_shared_b(job, &c, i, a_buf, job->b_floats ? b_buf : NULL);
         else
             run_plan_share(&c, job->plan, task, a_buf, b_buf);
     }
@@ -436,7 +457,9 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
     bool b_scratch = !call->packed && !plan->dot;
     int64_t b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
-    job.b_floats = job.shared_b ? 0 : b_floats;
+    /* A shared-B run keeps a panel of its own per task if B is read in
+     * place (own_panel), else nothing. */
+    job.b_floats = job.shared_b && (plan->pack_b || call->packed) ? 0 : b_floats;
     job.scratch_floats = job.a_floats + job.b_floats;
     size_t float_bytes = (size_t)(job.scratch_floats * ntasks) * sizeof(float);
     size_t progress_bytes = 0, tile_bytes = 0;
