@@ -246,19 +246,25 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
  * widest tile, is one panel of the width that covers it, whatever the
  * choice, rather than a full panel and a masked one (time one panel /
  * two, 1 and 2 threads: 100x48x100 0.72 / 0.67; B^T: 43x43x64 0.80,
- * 48x48x64 0.85, 62x62x64 0.96). Not where that one panel would be
- * masked and B is read in place: the first tile then packs it and, split
- * over threads, the others wait for all of it (64x40x256: 0.81 on one
- * thread, twice as slow on two). N = 64, two full panels of 32 or one of
- * 64, went either way by up to 9% from one spell of the machine to the
- * next, and stays with the model. */
-static int choose_width(const plan_model *m, const gemm_shape *s, const plan_choice *c)
+ * 48x48x64 0.85, 62x62x64 0.96). Masked, B read in place, 1 thread:
+ * 512x36x512 0.78, 300x50x768 0.95; against oneDNN 512x36x512 0.72 ->
+ * 0.90 and 64x40x256 0.72 -> 0.79 (`compare-one-panel-masked.md`, where
+ * 300x50x768 moved 0.91 -> 0.65 with the machine). Not for more threads
+ * where that panel would be masked and B read in place: each thread then
+ * packs all of it for itself (ops/gemm.c, own_panel), where two panels
+ * split along N give each its own (64x40x256 at 2 threads 1.04 -> 0.81
+ * in a round before). N = 64, two full panels of 32 or one of 64, went
+ * either way by up to 9% from one spell of the machine to the next, and
+ * stays with the model. */
+static int choose_width(const plan_model *m, const gemm_shape *s, const plan_choice *c,
+                        int threads)
 {
     if (s->prepacked_kc > 0)
         return m->nv;
     int64_t one_panel = (s->N + m->vec - 1) / m->vec;
+    bool masked_in_place = !s->transb && s->N % m->vec != 0;
     if (one_panel > m->nv && one_panel <= UK_MAX_NV && m->bulk_mr[one_panel] > 0 &&
-        s->N % m->nr != 0 && (s->transb || s->N % m->vec == 0))
+        s->N % m->nr != 0 && (threads == 1 || !masked_in_place))
         return (int)one_panel;
     if (c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
         return m->nv;
@@ -300,12 +306,12 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     memset(p, 0, sizeof *p);
     p->isa = m->hw.isa;
     p->vec = m->vec;
-    p->nv = choose_width(m, s, c);
-    p->nr = p->nv * m->vec;
     if (threads < 1 || !plan_threads_pay(m, s, 1))
         threads = 1;
     if (threads > PLAN_MAX_THREADS)
         threads = PLAN_MAX_THREADS;
+    p->nv = choose_width(m, s, c, threads);
+    p->nr = p->nv * m->vec;
 
     p->npanels = (s->N + p->nr - 1) / p->nr;
     int64_t tail_cols = s->N - (p->npanels - 1) * p->nr;
