@@ -26,7 +26,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "runtime/runtime.h"
 
@@ -55,13 +54,6 @@ struct rt_pool {
 
 /* How long a thread watches for work before sleeping. */
 static const double SPIN_SECONDS = 100e-6;
-
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Wakes whoever sleeps on `cond` if `sleeping` says someone may. */
 static void wake_if(rt_pool *p, bool sleeping, pthread_cond_t *cond)
@@ -105,10 +97,10 @@ static bool run_over(rt_pool *p, unsigned long ntasks)
 static void wait_for(bool (*done)(rt_pool *, unsigned long), rt_pool *p, unsigned long arg,
                      pthread_cond_t *cond, void (*sleeping)(rt_pool *, int))
 {
-    double deadline = seconds_now() + SPIN_SECONDS;
+    double deadline = rt_seconds() + SPIN_SECONDS;
     for (unsigned i = 1; !done(p, arg); i++) {
         rt_cpu_relax();
-        if (i % 256 == 0 && seconds_now() > deadline) {
+        if (i % 256 == 0 && rt_seconds() > deadline) {
             pthread_mutex_lock(&p->lock);
             sleeping(p, 1);
             while (!done(p, arg))
