@@ -240,6 +240,12 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->predicted_seconds = cost_predict(&m->cost, f);
 }
 
+/* One core's FMA peak in flops a second, at the model's clock. */
+static double peak_flops(const plan_model *m)
+{
+    return m->cycles_per_second * m->hw.fma_per_cycle * 2.0 * m->vec;
+}
+
 /* The main tile width a choice asks for, if the family has a usable tile
  * of it; a pre-packed B fixes the width it was packed with. N a little
  * wider than the model's panel, not a multiple of it and within the
@@ -295,8 +301,7 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * place cost where both were measured (1296x3072x768). */
     if (s->N > s->K)
         return small_m;
-    double peak_flops = m->cycles_per_second * m->hw.fma_per_cycle * 2.0 * m->vec;
-    double copy_share = 4.0 * peak_flops / ((double)s->M * m->pack_bytes_per_second);
+    double copy_share = 4.0 * peak_flops(m) / ((double)s->M * m->pack_bytes_per_second);
     return small_m || copy_share > IN_PLACE_PENALTY;
 }
 
@@ -448,9 +453,8 @@ static const double SECONDS_PER_MATRIX = 0.1e-6;
 
 bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch)
 {
-    double peak_flops = m->cycles_per_second * m->hw.fma_per_cycle * 2.0 * m->vec;
     double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
-    return (double)batch * (flops / peak_flops + SECONDS_PER_MATRIX) >= THREADS_MIN_SECONDS;
+    return (double)batch * (flops / peak_flops(m) + SECONDS_PER_MATRIX) >= THREADS_MIN_SECONDS;
 }
 
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
