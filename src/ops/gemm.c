@@ -53,6 +53,7 @@ typedef struct {
     /* Shared-B runs (plans split along M over threads): two B blocks all
      * tasks use, alternating by block, and each block's progress. */
     bool shared_b;
+    bool own_panels;      /* B read in place: a masked panel per task (own_panel) */
     float *shared_b_bufs[2];
     block_progress *progress;
     int64_t blocks;       /* (jc, pc) blocks of one matrix */
@@ -89,14 +90,21 @@ static void scale_c(const gemm_call *c)
     }
 }
 
+/* Whether this call packs B and the rows of op(B) are contiguous, so the
+ * copy goes row by row: as the first tile reads them, or rows first. */
+static bool packs_rows_of_b(const gemm_call *c, const gemm_plan *p)
+{
+    return p->pack_b && !c->packed && c->b_cs == 1;
+}
+
 /* Whether the B panels of a block are packed by the block's first row
  * tile as it reads them (the ukernel's b_copy), instead of in a pass of
- * their own before it: rows of op(B) must be contiguous. The copy then
- * rides on loads the product makes anyway, where a separate pass reads
- * all of B once more (measured: 7% of 384x3072x768). */
+ * their own before it. The copy then rides on loads the product makes
+ * anyway, where a separate pass reads all of B once more (measured: 7% of
+ * 384x3072x768). Not for B from memory, which is packed rows first. */
 static bool packs_on_first_use(const gemm_call *c, const gemm_plan *p)
 {
-    return p->pack_b && !c->packed && c->b_cs == 1 && !p->b_from_memory;
+    return packs_rows_of_b(c, p) && !p->b_from_memory;
 }
 
 /* Rows of B from memory packed per step: each step is that many streams
@@ -220,7 +228,7 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
     }
     int64_t panels = (blk->nb + p->nr - 1) / p->nr;
     bool first_use = packs_on_first_use(c, p);
-    bool by_rows = first_tile && p->b_from_memory && p->pack_b && !c->packed && c->b_cs == 1;
+    bool by_rows = first_tile && packs_rows_of_b(c, p) && p->b_from_memory;
     /* The first tile publishes each panel as soon as it is ready: one it
      * packs is ready before its ukernel runs, one the ukernel copies as
      * it reads only after. (Published after the ukernel always, a plan
@@ -389,7 +397,7 @@ static void gemm_task(void *opaque, int task, int ntasks)
     for (int64_t i = 0; i < job->batch; i++) {
         gemm_call c = batch_entry(job, i);
         if (job->shared_b)
-            run_shared_b(job, &c, i, a_buf, job->b_floats ? b_buf : NULL);
+            run_shared_b(job, &c, i, a_buf, job->own_panels ? b_buf : NULL);
         else
             run_plan_share(&c, job->plan, task, a_buf, b_buf);
     }
@@ -457,14 +465,17 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
     bool b_scratch = !call->packed && !plan->dot;
     int64_t b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
-    /* A shared-B run keeps a panel of its own per task if B is read in
-     * place (own_panel), else nothing. */
-    job.b_floats = job.shared_b && (plan->pack_b || call->packed) ? 0 : b_floats;
+    /* A shared-B run that reads B in place keeps one panel per task
+     * (own_panel) and shares nothing; one that packs B shares two blocks. */
+    job.own_panels = job.shared_b && b_scratch && !plan->pack_b;
+    bool shares_blocks = job.shared_b && !job.own_panels;
+    job.b_floats = shares_blocks ? 0 : b_floats;
     job.scratch_floats = job.a_floats + job.b_floats;
     size_t float_bytes = (size_t)(job.scratch_floats * ntasks) * sizeof(float);
     size_t progress_bytes = 0, tile_bytes = 0;
     if (job.shared_b) {
-        float_bytes += (size_t)(2 * b_floats) * sizeof(float);
+        if (shares_blocks)
+            float_bytes += (size_t)(2 * b_floats) * sizeof(float);
         job.blocks = (call->N + plan->nc - 1) / plan->nc * ((call->K + plan->kc - 1) / plan->kc);
         progress_bytes = (size_t)(batch * job.blocks) * sizeof(block_progress);
         tile_bytes = (size_t)(batch * plan->ntiles) * sizeof(atomic_int);
@@ -475,8 +486,10 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         return TESSEL_ERR_NO_MEMORY;
     job.scratch = (float *)scratch;
     if (job.shared_b) {
-        job.shared_b_bufs[0] = job.scratch + job.scratch_floats * ntasks;
-        job.shared_b_bufs[1] = job.shared_b_bufs[0] + b_floats;
+        if (shares_blocks) {
+            job.shared_b_bufs[0] = job.scratch + job.scratch_floats * ntasks;
+            job.shared_b_bufs[1] = job.shared_b_bufs[0] + b_floats;
+        }
         job.progress = (block_progress *)(scratch + float_bytes);
         job.tile_blocks = (atomic_int *)(scratch + float_bytes + progress_bytes);
         for (int64_t i = 0; i < batch * job.blocks; i++) {
