@@ -195,6 +195,17 @@ static void planner_invariants(void)
     plan_gemm_choice(&m, &n64, 1, &two, &p);
     CHECK(p.nv == 2, "N = 64 keeps the choice's width (nv %d)", p.nv);
 
+    /* A choice of kc alone sizes nc for it: the B block still fits the
+     * L2 (with the rules' nc it did not). */
+    gemm_shape square = {.M = 2048, .N = 8192, .K = 2048};
+    gemm_plan rules;
+    plan_gemm_choice(&m, &square, 1, &(plan_choice){0}, &rules);
+    plan_gemm_choice(&m, &square, 1, &(plan_choice){.kc = 2 * rules.kc}, &p);
+    int64_t l2_bytes = hw_data_cache(&m.hw, 2)->size_bytes;
+    CHECK(p.kc == 2 * rules.kc && p.nc < rules.nc && p.kc * p.nc * 4 < l2_bytes,
+          "kc %lld x nc %lld (the rules' %lld x %lld) in an L2 of %lld bytes", (long long)p.kc,
+          (long long)p.nc, (long long)rules.kc, (long long)rules.nc, (long long)l2_bytes);
+
     gemm_shape layer = {.M = 1, .N = 768, .K = 768};
     plan_gemm(&m, &layer, 1, &p);
     CHECK(!p.pack_b && p.kc > 32, "1x768x768 keeps the model's kc (%lld)", (long long)p.kc);
