@@ -206,6 +206,15 @@ static void planner_invariants(void)
           "kc %lld x nc %lld (the rules' %lld x %lld) in an L2 of %lld bytes", (long long)p.kc,
           (long long)p.nc, (long long)rules.kc, (long long)rules.nc, (long long)l2_bytes);
 
+    /* Two B panels: K in one block while op(B) fits half the L2. */
+    gemm_shape pv = {.M = 512, .N = 2 * m.nr, .K = 512};
+    plan_gemm_choice(&m, &pv, 1, &(plan_choice){0}, &p);
+    CHECK(p.whole_k && p.kc == 512, "512x%lldx512: kc %lld", (long long)pv.N, (long long)p.kc);
+    pv.K = m.l2_bytes / (int64_t)sizeof(float) / pv.N;
+    plan_gemm_choice(&m, &pv, 1, &(plan_choice){0}, &p);
+    CHECK(!p.whole_k && p.kc < pv.K, "512x%lldx%lld: kc %lld", (long long)pv.N,
+          (long long)pv.K, (long long)p.kc);
+
     gemm_shape layer = {.M = 1, .N = 768, .K = 768};
     plan_gemm(&m, &layer, 1, &p);
     CHECK(!p.pack_b && p.kc > 32, "1x768x768 keeps the model's kc (%lld)", (long long)p.kc);

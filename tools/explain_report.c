@@ -107,6 +107,10 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
            "of its %d ways (one spare)\n", (long long)p->kc, (long long)s->K,
            (long long)kblocks, kblocks == 1 ? "" : "s", s->K % p->kc ? "at most " : "",
            (long long)p->kc, (long long)v.kc, mr, p->nr, v.l1_ways_for_b, v.l1_ways);
+    if (p->whole_k)
+        printf("          K whole: only %lld B panel%s read each A micro-panel, so keeping it in "
+               "L1 saves little; one k block saves a pass over C\n", (long long)p->npanels,
+               p->npanels == 1 ? "" : "s");
     char block[24], l2[24];
     format_bytes((double)p->kc * (double)p->nc * sizeof(float), block, sizeof block);
     format_bytes((double)m->l2_bytes, l2, sizeof l2);

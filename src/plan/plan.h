@@ -133,6 +133,8 @@ typedef struct gemm_plan {
      * is copied a few rows at a time across all its panels, not panel by
      * panel, so either way B streams along its rows from memory. */
     bool b_from_memory;
+    /* One or two B panels: K runs in one block (see plan_gemm.c). */
+    bool whole_k;
     int b_prefetch;           /* rows of B the ukernel prefetches ahead */
     /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
     plan_run runs[PLAN_MAX_RUNS];

@@ -25,6 +25,14 @@ static const int64_t DOT_MAX_M = 16;
  * apart that no hardware prefetcher follows, and a miss to L3 costs a
  * hundred cycles or more where a small tile's k step takes a few. */
 static const int PACKED_PREFETCH_BYTES = 1024;
+/* A plan of this many B panels or fewer takes K in one block where all
+ * of op(B) fits half the L2. The rules' kc keeps the A micro-panel in L1
+ * for the panels after the first; with one or two there is little to
+ * keep, while each k block costs every tile a ukernel call and a pass
+ * over its C. Time K whole / rules' kc, 12 matrices (attention's P V):
+ * 384x64x384 0.97 at 1 thread, 0.91 at 2; 512x64x512 0.92; 256x64x256
+ * 0.98. */
+static const int64_t WHOLE_K_MAX_PANELS = 2;
 static const int IN_PLACE_PREFETCH_ROWS = 16;
 /* The extra time of reading B in place over packed panels (measured). */
 static const double IN_PLACE_PENALTY = 0.07;
@@ -358,8 +366,13 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
                           : s->M >= PACK_A_MIN_ROWS && p->npanels >= PACK_A_MIN_PANELS;
     if (s->prepacked_kc > 0)
         p->kc = s->prepacked_kc;
+    else if (c->kc > 0)
+        p->kc = even_kc(c->kc, s->K);
+    else if ((p->whole_k = p->npanels <= WHOLE_K_MAX_PANELS &&
+                           s->K * p->npanels * p->nr * (int64_t)sizeof(float) <= m->l2_bytes / 2))
+        p->kc = s->K;
     else
-        p->kc = even_kc(c->kc > 0 ? c->kc : m->kc_for[p->nv], s->K);
+        p->kc = even_kc(m->kc_for[p->nv], s->K);
     p->nc = c->nc > 0 ? (c->nc + p->nr - 1) / p->nr * p->nr : m->nc_for[p->nv];
     /* A choice of kc alone keeps the B block the rules size for the L2:
      * with the rules' nc, twice their kc made a 3.5 MB block of a 2 MB L2. */
