@@ -14,6 +14,7 @@
 #include "kernels/ukernel.h"
 
 typedef float uk_vec __attribute__((vector_size(UK_VEC_FLOATS * sizeof(float))));
+typedef int32_t uk_ivec __attribute__((vector_size(sizeof(uk_vec)))); /* lane masks */
 
 /* Lane lists for __builtin_shufflevector, which takes them as constant
  * expressions: F(s, lane) for every lane of a vector. */
@@ -289,19 +290,36 @@ static inline __attribute__((always_inline)) void uk_transpose(uk_vec r[UK_VEC_F
 static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int64_t ld,
                                float *dst)
 {
+    if (rows <= 0) {
+        memset(dst, 0, (size_t)(w * k) * sizeof(float));
+        return;
+    }
     for (int i0 = (w - 1) / UK_VEC_FLOATS * UK_VEC_FLOATS; i0 >= 0; i0 -= UK_VEC_FLOATS) {
-        for (int64_t p0 = 0; p0 < k; p0 += UK_VEC_FLOATS) {
-            int depth = k - p0 < UK_VEC_FLOATS ? (int)(k - p0) : UK_VEC_FLOATS;
+        /* Rows past the last are zero: loaded from the last row and
+         * masked off, with no branch per row (the branches and the
+         * registers they spilled cost more than the shuffles). */
+        uk_ivec keep[UK_VEC_FLOATS];
+        const float *row[UK_VEC_FLOATS];
+        for (int i = 0; i < UK_VEC_FLOATS; i++) {
+            keep[i] = (uk_ivec){0} - (i0 + i < rows);
+            row[i] = src + (int64_t)(i0 + i < rows ? i0 + i : rows - 1) * ld;
+        }
+        int64_t p0 = 0;
+        for (; p0 + UK_VEC_FLOATS <= k; p0 += UK_VEC_FLOATS) {
             uk_vec r[UK_VEC_FLOATS];
-            for (int i = 0; i < UK_VEC_FLOATS; i++) {
-                const float *row = src + (i0 + i) * ld + p0;
-                if (i0 + i >= rows)
-                    r[i] = (uk_vec){0};
-                else if (depth == UK_VEC_FLOATS)
-                    r[i] = uk_load(row);
-                else
-                    r[i] = uk_load_partial(row, depth);
-            }
+#pragma GCC unroll 16
+            for (int i = 0; i < UK_VEC_FLOATS; i++)
+                r[i] = (uk_vec)((uk_ivec)uk_load(row[i] + p0) & keep[i]);
+            uk_transpose(r);
+#pragma GCC unroll 16
+            for (int t = 0; t < UK_VEC_FLOATS; t++)
+                uk_store(dst + (p0 + t) * w + i0, r[t]);
+        }
+        if (p0 < k) {
+            int depth = (int)(k - p0);
+            uk_vec r[UK_VEC_FLOATS];
+            for (int i = 0; i < UK_VEC_FLOATS; i++)
+                r[i] = (uk_vec)((uk_ivec)uk_load_partial(row[i] + p0, depth) & keep[i]);
             uk_transpose(r);
             for (int t = 0; t < depth; t++)
                 uk_store(dst + (p0 + t) * w + i0, r[t]);
@@ -318,7 +336,6 @@ static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int
 #define UK_LANE_INDEX(s, l) (l)
 static void uk_pack_rows(int w, int n, int64_t k, const float *src, int64_t ld, float *dst)
 {
-    typedef int32_t uk_ivec __attribute__((vector_size(sizeof(uk_vec))));
     const uk_ivec lane = {UK_LANES(UK_LANE_INDEX, 0)};
     const float *block_end = k > 0 ? src + (k - 1) * ld + n : src;
     for (int64_t p = 0; p < k; p++) {
