@@ -458,6 +458,17 @@ static void exact_cases(void)
             gc.nan_c = betas[bi] == 0.0f;
             run_on(contexts[c], &gc);
         }
+    /* Batches of matrices large enough to split over the threads, in
+     * counts that spread evenly over them (whole matrices per thread,
+     * each packing its own B) and not. */
+    for (int c = 0; c < N_CTX; c++)
+        for (int64_t batch = 2; batch <= 6; batch++) {
+            gemm_case gc = gemm_case_tight('N', batch % 2 ? 'T' : 'N', 301, 67, 263, 1.0f,
+                                           betas[batch % 4]);
+            gemm_case_batch(&gc, batch, 5);
+            gc.nan_c = gc.beta == 0.0f;
+            run_on(contexts[c], &gc);
+        }
     static const int64_t empty[][3] = {{0, 7, 5}, {7, 0, 5}, {0, 0, 5}, {0, 7, 0}, {600, 0, 64},
                                        {0, 600, 64}};
     for (int c = 0; c < N_CTX; c++)
