@@ -56,6 +56,14 @@ static void zen4_by_hand(void)
     /* Dot tile: 32 registers allow mr * nj + mr + nj <= 32; rule 1 wants
      * mr * nj >= 4; FMAs per load mr nj / (mr + nj) peaks at 4 x 5 (2.22). */
     CHECK(m.dot_mr == 4 && m.dot_nj == 5, "zen4 dot tile %dx%d", m.dot_mr, m.dot_nj);
+    /* 128 rows are 10 row tiles (9 x 14 + 2), 768 columns 24 panels. On
+     * 2 threads with B in place, tiles claimed k block by block end at
+     * most a sixth of a tile apart (kc 128 of K 768): the split is along
+     * M, each thread packing only its own rows of A. Charged a whole
+     * tile, as a run sharing packed B is, it went along N. */
+    gemm_shape layer = {.M = 128, .N = 768, .K = 768};
+    plan_gemm_choice(&m, &layer, 2, &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
+    CHECK(p.split == 'M' && p.threads == 2, "128x768x768, B in place: split %c", p.split);
 #endif
 }
 

@@ -172,8 +172,13 @@ static void split_rows(const plan_model *m, const gemm_plan *p, int threads, int
  * time (ops/gemm.c), so a thread ends about when the total divided by the
  * threads is done, give or take the tile it took last: half the largest
  * tile on average, and never less than that tile. The static bounds
- * split_rows computes are what each thread is expected to take. */
-static double claimed_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv)
+ * split_rows computes are what each thread is expected to take. Tiles
+ * are claimed block by block, so where nothing else holds the threads
+ * back the tile taken last is only one k block of it (`last_share` of
+ * the tile); where they share B packed on the way, the tile that packs
+ * each block's panels sets the pace, and the whole tile is charged. */
+static double claimed_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
+                           double last_share)
 {
     double total = 0.0, largest = 0.0;
     for (int i = 0; i < p->nruns; i++) {
@@ -183,7 +188,7 @@ static double claimed_rows(const plan_model *m, const gemm_plan *p, int threads,
     }
     if (threads <= 1)
         return total;
-    double expected = total / threads + 0.5 * largest;
+    double expected = total / threads + 0.5 * largest * last_share;
     return expected > largest ? expected : largest;
 }
 
@@ -407,7 +412,8 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     double bytes_b = p->pack_b && !s->prepacked_kc ? (double)s->K * s->N * 8 : 0.0;
     double per_pack_byte = m->cycles_per_second / m->pack_bytes_per_second;
     split_rows(m, p, t_m, tail_nv, bounds_m);
-    double fma_m = claimed_rows(m, p, t_m, tail_nv) * (double)s->K;
+    double last_share = p->pack_b ? 1.0 : (double)p->kc / (double)s->K;
+    double fma_m = claimed_rows(m, p, t_m, tail_nv, last_share) * (double)s->K;
     double fma_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K;
     double cost_m = fma_m + (bytes_b + bytes_a) / t_m * per_pack_byte;
     double cost_n = fma_n + (bytes_a + bytes_b / t_n) * per_pack_byte;
