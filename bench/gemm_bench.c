@@ -4,8 +4,9 @@
  * and every peer (OpenBLAS, BLIS, oneDNN) in this one process, on the same
  * A and B buffers: a warm-up call or two, then the median of R individually
  * timed calls, R chosen so each library spends about a target time per
- * problem. Every library writes its own C, and each peer's C is compared
- * with tessel's, so a fast wrong answer shows up in the max_rel_diff column.
+ * problem, timed in three rounds that alternate between the libraries.
+ * Every library writes its own C, and each peer's C is compared with
+ * tessel's, so a fast wrong answer shows up in the max_rel_diff column.
  * A problem timed while other processes took the benchmark's cores is timed
  * again. It also measures call overhead (a 1x1x1 GEMM and 12 batched 5x5x64
  * GEMMs, median of many single calls). Results go to a CSV file, progress to
@@ -334,29 +335,42 @@ static double problem_flops(const bench_problem *p)
     return 2.0 * (double)p->M * (double)p->N * (double)p->K * (double)p->batch;
 }
 
-/* Times one library on one problem: warm-up, then the median of R calls. */
-static int time_problem(const bench_lib *lib, const bench_problem *p, const float *A,
-                        const float *B, float *C, const timing_policy *tp, double *seconds)
+/* One library's timing of one problem. The calls are timed in
+ * TIMING_ROUNDS rounds interleaved with the other libraries' rounds
+ * (measure_all), so that a spell of a slower machine (on this shared
+ * host they last from a fraction of a second to minutes) falls on every
+ * library's samples rather than on whichever happened to run then; the
+ * time is the median of all its calls. */
+#define TIMING_ROUNDS 3
+
+typedef struct lib_timing {
+    bench_call *call;
+    double *t; /* seconds of each timed call */
+    int reps, done;
+} lib_timing;
+
+/* Prepares the call, warms it up and decides how many calls to time. */
+static int start_timing(const bench_lib *lib, const bench_problem *p, const float *A,
+                        const float *B, float *C, const timing_policy *tp, lib_timing *lt)
 {
     char err[256] = "";
+    memset(lt, 0, sizeof *lt);
     size_t nc = (size_t)(p->batch * p->stride_c);
     for (size_t i = 0; i < nc; i++)
         C[i] = NAN; /* beta is 0: an element a library forgets to write shows */
-    bench_call *call = lib->prepare(p, A, B, C, err, sizeof err);
-    if (!call) {
+    lt->call = lib->prepare(p, A, B, C, err, sizeof err);
+    if (!lt->call) {
         fprintf(stderr, "  %s: prepare failed: %s\n", lib->name, err);
         return -1;
     }
-    int rc = -1;
-    double *t = NULL;
     double t0 = now_s();
-    if (lib->run(call, err, sizeof err) != 0)
+    if (lib->run(lt->call, err, sizeof err) != 0)
         goto fail;
     double est = now_s() - t0;
     if (est < 0.05) {
         /* the first call may include planning, JIT or page faults */
         t0 = now_s();
-        if (lib->run(call, err, sizeof err) != 0)
+        if (lib->run(lt->call, err, sizeof err) != 0)
             goto fail;
         est = now_s() - t0;
     }
@@ -367,28 +381,47 @@ static int time_problem(const bench_lib *lib, const bench_problem *p, const floa
         reps = tp->min_reps;
     if (est > tp->long_call_s && reps > 3)
         reps = 3; /* long calls vary little; spend the budget on shapes */
-    t = malloc((size_t)reps * sizeof *t);
-    if (!t) {
-        snprintf(err, sizeof err, "out of memory");
-        goto fail;
-    }
-    /* a machine that turns busy mid-way must not stretch R slow calls */
-    double deadline = now_s() + 10.0 * tp->target_s;
-    int done = 0;
-    while (done < reps && (done < tp->min_reps || now_s() < deadline)) {
-        t0 = now_s();
-        if (lib->run(call, err, sizeof err) != 0)
-            goto fail;
-        t[done++] = now_s() - t0;
-    }
-    *seconds = median(t, done);
-    rc = 0;
+    lt->reps = reps;
+    lt->t = malloc((size_t)reps * sizeof *lt->t);
+    if (lt->t)
+        return 0;
+    snprintf(err, sizeof err, "out of memory");
 fail:
-    if (rc != 0)
-        fprintf(stderr, "  %s: run failed: %s\n", lib->name, err);
-    free(t);
-    lib->release(call);
-    return rc;
+    fprintf(stderr, "  %s: run failed: %s\n", lib->name, err);
+    lib->release(lt->call);
+    lt->call = NULL;
+    return -1;
+}
+
+/* Times round `round` of TIMING_ROUNDS: the calls up to its share of the
+ * total. A machine that turns busy mid-way must not stretch slow calls,
+ * so a round stops at a tenth of ten times the target once it has its
+ * share of the minimum. */
+static int time_round(const bench_lib *lib, lib_timing *lt, int round, const timing_policy *tp)
+{
+    char err[256] = "";
+    int want = (lt->reps * (round + 1) + TIMING_ROUNDS - 1) / TIMING_ROUNDS;
+    int least = (tp->min_reps * (round + 1) + TIMING_ROUNDS - 1) / TIMING_ROUNDS;
+    double deadline = now_s() + 10.0 * tp->target_s / TIMING_ROUNDS;
+    while (lt->done < want && (lt->done < least || now_s() < deadline)) {
+        double t0 = now_s();
+        if (lib->run(lt->call, err, sizeof err) != 0) {
+            fprintf(stderr, "  %s: run failed: %s\n", lib->name, err);
+            return -1;
+        }
+        lt->t[lt->done++] = now_s() - t0;
+    }
+    return 0;
+}
+
+static void end_timing(const bench_lib *lib, lib_timing *lt, double *seconds)
+{
+    if (seconds)
+        *seconds = median(lt->t, lt->done);
+    free(lt->t);
+    if (lt->call)
+        lib->release(lt->call);
+    memset(lt, 0, sizeof *lt);
 }
 
 /* Call overhead: the median of `calls` single calls after a warm-up, or of
@@ -451,19 +484,36 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
                           lib_result *res)
 {
     double wall = now_s(), busy = machine_busy_s(), self = self_cpu_s();
+    lib_timing lt[MAX_LIBS];
     for (int l = 0; l < nlibs; l++) {
         res[l].max_rel_diff = NAN;
         res[l].ran = !libs[l]->packed || packed;
         res[l].ok = 0;
         if (!res[l].ran)
             continue;
-        res[l].ok = (overhead ? time_overhead(libs[l], p, A, B, C[l], tp->overhead_calls,
-                                              &res[l].seconds)
-                              : time_problem(libs[l], p, A, B, C[l], tp, &res[l].seconds)) == 0;
-        /* let this library's spinning workers go to sleep before the next
-         * library needs the cores (bench/run explains the times) */
-        sleep_ms(threads > 1 ? 25 : 1);
+        if (overhead) {
+            res[l].ok = time_overhead(libs[l], p, A, B, C[l], tp->overhead_calls,
+                                      &res[l].seconds) == 0;
+            /* let this library's spinning workers go to sleep before the
+             * next library needs the cores (bench/run explains the times) */
+            sleep_ms(threads > 1 ? 25 : 1);
+        } else {
+            res[l].ok = start_timing(libs[l], p, A, B, C[l], tp, &lt[l]) == 0;
+        }
     }
+    for (int round = 0; !overhead && round < TIMING_ROUNDS; round++)
+        for (int l = 0; l < nlibs; l++) {
+            if (!res[l].ran || !res[l].ok)
+                continue;
+            if (time_round(libs[l], &lt[l], round, tp) != 0) {
+                end_timing(libs[l], &lt[l], NULL);
+                res[l].ok = 0;
+            }
+            sleep_ms(threads > 1 ? 25 : 1);
+        }
+    for (int l = 0; !overhead && l < nlibs; l++)
+        if (res[l].ran && res[l].ok)
+            end_timing(libs[l], &lt[l], &res[l].seconds);
     /* /proc/stat counts in clock ticks: forgive two of them, so that short
      * problems do not read as loaded by rounding alone */
     double others_s = machine_busy_s() - busy - (self_cpu_s() - self);
