@@ -64,6 +64,9 @@ static void zen4_by_hand(void)
     gemm_shape layer = {.M = 128, .N = 768, .K = 768};
     plan_gemm_choice(&m, &layer, 2, &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
     CHECK(p.split == 'M' && p.threads == 2, "128x768x768, B in place: split %c", p.split);
+    layer.prepacked_kc = m.kc; /* likewise with B packed before the call */
+    plan_gemm(&m, &layer, 2, &p);
+    CHECK(p.split == 'M' && p.threads == 2, "128x768x768, B pre-packed: split %c", p.split);
 #endif
 }
 

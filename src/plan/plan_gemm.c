@@ -175,8 +175,9 @@ static void split_rows(const plan_model *m, const gemm_plan *p, int threads, int
  * split_rows computes are what each thread is expected to take. Tiles
  * are claimed block by block, so where nothing else holds the threads
  * back the tile taken last is only one k block of it (`last_share` of
- * the tile); where they share B packed on the way, the tile that packs
- * each block's panels sets the pace, and the whole tile is charged. */
+ * the tile: B read in place or packed before the call); where they
+ * share B packed on the way, the tile that packs each block's panels
+ * sets the pace, and the whole tile is charged. */
 static double claimed_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
                            double last_share)
 {
@@ -412,7 +413,8 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     double bytes_b = p->pack_b && !s->prepacked_kc ? (double)s->K * s->N * 8 : 0.0;
     double per_pack_byte = m->cycles_per_second / m->pack_bytes_per_second;
     split_rows(m, p, t_m, tail_nv, bounds_m);
-    double last_share = p->pack_b ? 1.0 : (double)p->kc / (double)s->K;
+    bool waits_on_packer = p->pack_b && s->prepacked_kc == 0;
+    double last_share = waits_on_packer ? 1.0 : (double)p->kc / (double)s->K;
     double fma_m = claimed_rows(m, p, t_m, tail_nv, last_share) * (double)s->K;
     double fma_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K;
     double cost_m = fma_m + (bytes_b + bytes_a) / t_m * per_pack_byte;
