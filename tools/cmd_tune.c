@@ -387,7 +387,8 @@ static int run_shapes(const tune_options *o, tune_session *t)
     double start = cli_now();
     int within = 0, stored = 0;
     double tau_sum = 0;
-    printf("  %-22s %10s %10s %8s  %s\n", "shape", "model us", "best us", "model/best", "best plan");
+    printf("  %-22s %10s %10s %8s  %-44s %s\n", "shape", "model us", "best us", "model/best",
+           "best plan", "model's plan (where not the best)");
     for (int i = 0; i < n; i++) {
         const gemm_shape *s = &shapes[i];
         tune_candidate c[MAX_TOP + 1];
@@ -426,8 +427,11 @@ static int run_shapes(const tune_options *o, tune_session *t)
         plan_choice_format(&c[best_i].choice, text, sizeof text);
         snprintf(name, sizeof name, "%lldx%lldx%lld %c%c", (long long)s->M, (long long)s->N,
                  (long long)s->K, s->transa ? 'T' : 'N', s->transb ? 'T' : 'N');
-        printf("  %-22s %10.1f %10.1f %8.3f  %s\n", name, model_time * 1e6, best * 1e6,
-               model_time / best, text);
+        char model_text[96] = "";
+        if (!plan_choice_equal(&c[best_i].choice, &model_plan.choice))
+            plan_choice_format(&model_plan.choice, model_text, sizeof model_text);
+        printf("  %-22s %10.1f %10.1f %8.3f  %-44s %s\n", name, model_time * 1e6, best * 1e6,
+               model_time / best, text, model_text);
         if (t->store) {
             char key[128];
             tune_shape_key(s, key, sizeof key);
