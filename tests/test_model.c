@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "plan/candidates.h"
 #include "plan/plan.h"
 #include "test.h"
 
@@ -121,6 +122,19 @@ static void planner_invariants(void)
 {
     plan_model m;
     CHECK(plan_model_init(&m, hw_default_profile()) == 0, "model of this machine builds");
+
+    /* The variants a calibrated model picks from keep to widths whose
+     * main tile the rules accept. */
+    gemm_shape layer_shape = {.M = 64, .N = 768, .K = 3072};
+    plan_choice variants[16];
+    int nvariants = plan_variants(&m, &layer_shape, 2, variants, 16);
+    for (int i = 0; i < nvariants; i++)
+        if (variants[i].nv > 0) {
+            int nv = variants[i].nv;
+            CHECK(model_tile_verdict(&m, m.bulk_mr[nv], nv).failed == TILE_RULE_PASSES,
+                  "variant width %d: its %dx%d tile passes the rules", nv, m.bulk_mr[nv],
+                  nv * m.vec);
+        }
 
     for (int nv = 1; nv <= UK_MAX_NV; nv++) {
         double memo[PLAN_DP_LEN + 1];

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/candidates.h"
 #include "plan/plan.h"
 
 /* At most this many row tiles' worth of rows is "small M": A and B are
@@ -447,8 +448,13 @@ int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_ch
     plan_choice more[3 * UK_MAX_NV + 8];
     int k = 0;
     if (s->prepacked_kc == 0) {
+        /* Other widths whose main tile the rules accept: a width they
+         * reject (16 wide here: a k step's broadcasts outlast its FMAs)
+         * only looked cheap to a calibrated model, and measured 1.1-1.5x
+         * the time of the rules' width (64x768x3072 at 2 threads). */
         for (int nv = 1; nv <= UK_MAX_NV; nv++)
-            if (nv != m->nv && m->bulk_mr[nv] > 0)
+            if (nv != m->nv && m->bulk_mr[nv] > 0 &&
+                model_tile_verdict(m, m->bulk_mr[nv], nv).failed == TILE_RULE_PASSES)
                 more[k++] = (plan_choice){.nv = nv};
         more[k++] = (plan_choice){.kc = m->kc / 2};
         more[k++] = (plan_choice){.kc = m->kc * 2};
