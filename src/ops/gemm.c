@@ -78,6 +78,8 @@ static int64_t min64(int64_t a, int64_t b)
  * wide as the vectors its columns need. */
 static int panel_width(const gemm_plan *p, int cols)
 {
+    if (cols == p->nr) /* no division on the common path: tiny matrices felt it */
+        return cols;
     return (cols + p->vec - 1) / p->vec * p->vec;
 }
 
@@ -183,10 +185,18 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     }
 }
 
-/* One (jc, pc) block of B: columns [jc, jc + nb), rows [pc, pc + kb). */
+/* One (jc, pc) block of B: columns [jc, jc + nb), rows [pc, pc + kb),
+ * in `panels` panels. */
 typedef struct {
     int64_t jc, nb, pc, kb;
+    int64_t panels;
 } b_block;
+
+static b_block make_block(const gemm_plan *p, int64_t jc, int64_t nb, int64_t pc, int64_t kb)
+{
+    return (b_block){.jc = jc, .nb = nb, .pc = pc, .kb = kb,
+                     .panels = (nb + p->nr - 1) / p->nr};
+}
 
 /* A shared-B run that reads B in place still packs the masked last panel
  * (the ukernel loads whole vectors). Each task packs its own copy, once
@@ -237,7 +247,7 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
         args.a_rs = c->a_rs;
         args.a_cs = c->a_cs;
     }
-    int64_t panels = (blk->nb + p->nr - 1) / p->nr;
+    int64_t panels = blk->panels;
     bool first_use = packs_on_first_use(c, p);
     bool by_rows = first_tile && packs_rows_of_b(c, p) && p->b_from_memory;
     /* The first tile publishes each panel as soon as it is ready: one it
@@ -255,10 +265,14 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
     for (int64_t jr = 0; jr < panels; jr++) {
         int64_t col = blk->jc + jr * p->nr;
         args.n = (int)min64(p->nr, blk->nb - jr * p->nr);
-        desc.nv = (args.n + p->vec - 1) / p->vec;
-        ukernel_fn ukernel = args.n < p->nr ? ukernel_lookup(&desc)
-                             : full_width ? full_width
-                                          : (full_width = ukernel_lookup(&desc));
+        ukernel_fn ukernel = full_width;
+        if (args.n < p->nr) {
+            desc.nv = panel_width(p, args.n) / p->vec;
+            ukernel = ukernel_lookup(&desc);
+        } else if (!full_width) {
+            desc.nv = p->nv;
+            ukernel = full_width = ukernel_lookup(&desc);
+        }
         bool copied_as_read = first_tile && first_use && args.n == p->nr;
         bool own_copy = own && args.n < p->nr;
         if (own_copy) {
@@ -292,8 +306,7 @@ static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_
 {
     for (int64_t jc = n0; jc < n1; jc += p->nc)
         for (int64_t pc = 0; pc < c->K; pc += p->kc) {
-            b_block blk = {.jc = jc, .nb = min64(p->nc, n1 - jc), .pc = pc,
-                           .kb = min64(p->kc, c->K - pc)};
+            b_block blk = make_block(p, jc, min64(p->nc, n1 - jc), pc, min64(p->kc, c->K - pc));
             for (int64_t t = t0; t < t1; t++)
                 run_tile(c, p, &blk, t, t == t0, NULL, a_buf, b_buf, NULL);
         }
@@ -325,8 +338,8 @@ static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix
     int b = 0;                        /* and within the matrix */
     for (int64_t jc = 0; jc < c->N; jc += p->nc)
         for (int64_t pc = 0; pc < c->K; pc += p->kc, g++, b++) {
-            b_block blk = {.jc = jc, .nb = min64(p->nc, c->N - jc), .pc = pc,
-                           .kb = min64(p->kc, c->K - pc)};
+            b_block blk = make_block(p, jc, min64(p->nc, c->N - jc), pc,
+                                     min64(p->kc, c->K - pc));
             block_progress *bp = &job->progress[g];
             float *b_buf = job->shared_b_bufs[g % 2];
             own_panel own = {.buf = own_buf, .ready = false};
