@@ -275,13 +275,20 @@ static void check_calibrated_choice(void)
     plan_gemm(m, &s, 2, &best);
     plan_choice variants[16];
     int n = plan_variants(m, &s, 2, variants, 16);
-    bool cheapest = true;
+    bool cheapest = true, copies_least = true;
+    double f_best[COST_NFEATURES], f[COST_NFEATURES];
+    plan_cost_features(m, &s, &best, f_best);
     for (int i = 0; i < n; i++) {
         plan_gemm_choice(m, &s, 2, &variants[i], &p);
         cheapest = cheapest && best.predicted_seconds <= p.predicted_seconds;
+        plan_cost_features(m, &s, &p, f);
+        copies_least = copies_least && f_best[COST_PACK] <= f[COST_PACK];
     }
     CHECK(cheapest, "the calibrated plan is the cheapest predicted of %d", n);
-    CHECK(!best.pack_b, "with copies that expensive, B is read in place");
+    /* Which plan that is depends on the machine: B read in place, or B
+     * packed with nc wide enough that A is packed only once (under qemu's
+     * cache sizes an in-place B block is half as wide). */
+    CHECK(copies_least, "with copies that expensive, the plan copies the least");
     free(m);
 }
 
