@@ -110,6 +110,19 @@ static bool packs_on_first_use(const gemm_call *c, const gemm_plan *p)
     return packs_rows_of_b(c, p) && !p->b_from_memory;
 }
 
+/* One (jc, pc) block of B: columns [jc, jc + nb), rows [pc, pc + kb),
+ * in `panels` panels. */
+typedef struct {
+    int64_t jc, nb, pc, kb;
+    int64_t panels;
+} b_block;
+
+static b_block make_block(const gemm_plan *p, int64_t jc, int64_t nb, int64_t pc, int64_t kb)
+{
+    return (b_block){.jc = jc, .nb = nb, .pc = pc, .kb = kb,
+                     .panels = (nb + p->nr - 1) / p->nr};
+}
+
 /* Rows of B from memory packed per step: each step is that many streams
  * along the rows, across every panel of the block. */
 enum { PACK_ROWS_PER_STEP = 16 };
@@ -118,36 +131,34 @@ enum { PACK_ROWS_PER_STEP = 16 };
  * runs, a few rows at a time across all its panels: B then streams along
  * its rows, where the prefetchers follow it. Panel by panel, it is as
  * many short streams as the block is deep (plan.h, b_from_memory). */
-static void pack_b_by_rows(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t nb,
-                           int64_t pc, int64_t kb, float *b_buf)
+static void pack_b_by_rows(const gemm_call *c, const gemm_plan *p, const b_block *blk,
+                           float *b_buf)
 {
-    int64_t panels = (nb + p->nr - 1) / p->nr;
-    for (int64_t k0 = 0; k0 < kb; k0 += PACK_ROWS_PER_STEP) {
-        int64_t rows = min64(PACK_ROWS_PER_STEP, kb - k0);
-        for (int64_t jr = 0; jr < panels; jr++) {
-            int cols = (int)min64(p->nr, nb - jr * p->nr);
+    for (int64_t k0 = 0; k0 < blk->kb; k0 += PACK_ROWS_PER_STEP) {
+        int64_t rows = min64(PACK_ROWS_PER_STEP, blk->kb - k0);
+        for (int64_t jr = 0; jr < blk->panels; jr++) {
+            int cols = (int)min64(p->nr, blk->nb - jr * p->nr);
             int width = panel_width(p, cols);
-            const float *src = c->B + (pc + k0) * c->b_rs + jc + jr * p->nr;
+            const float *src = c->B + (blk->pc + k0) * c->b_rs + blk->jc + jr * p->nr;
             ukernel_pack_b(p->isa, width, cols, rows, src, c->b_rs, 1,
-                           b_buf + jr * p->nr * kb + k0 * width);
+                           b_buf + jr * p->nr * blk->kb + k0 * width);
         }
     }
 }
 
-/* Prepares B panel jr of the (jc, pc) block, nb columns from jc: packs
- * it into b_buf, unless the pre-packed weights hold it, or it is a full
+/* Prepares B panel jr of the block: packs it into b_buf, unless the pre-packed weights hold it, or it is a full
  * panel left in place (rows of op(B) contiguous) or to the first row tile
  * to pack (first_use). A masked last panel is always packed, so that the
  * ukernel's full-width loads stay inside B. */
-static void prepare_b_panel(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t nb,
-                            int64_t pc, int64_t kb, int64_t jr, bool first_use, float *b_buf)
+static void prepare_b_panel(const gemm_call *c, const gemm_plan *p, const b_block *blk,
+                            int64_t jr, bool first_use, float *b_buf)
 {
-    int cols = (int)min64(p->nr, nb - jr * p->nr);
+    int cols = (int)min64(p->nr, blk->nb - jr * p->nr);
     if (c->packed || (cols == p->nr && (!p->pack_b || first_use)))
         return;
-    const float *panel = c->B + pc * c->b_rs + (jc + jr * p->nr) * c->b_cs;
-    ukernel_pack_b(p->isa, panel_width(p, cols), cols, kb, panel, c->b_rs, c->b_cs,
-                   p->pack_b ? b_buf + jr * p->nr * kb : b_buf);
+    const float *panel = c->B + blk->pc * c->b_rs + (blk->jc + jr * p->nr) * c->b_cs;
+    ukernel_pack_b(p->isa, panel_width(p, cols), cols, blk->kb, panel, c->b_rs, c->b_cs,
+                   p->pack_b ? b_buf + jr * p->nr * blk->kb : b_buf);
 }
 
 /* Whether the block's first tile writes B panel jr (`cols` wide) into the
@@ -183,19 +194,6 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;
     }
-}
-
-/* One (jc, pc) block of B: columns [jc, jc + nb), rows [pc, pc + kb),
- * in `panels` panels. */
-typedef struct {
-    int64_t jc, nb, pc, kb;
-    int64_t panels;
-} b_block;
-
-static b_block make_block(const gemm_plan *p, int64_t jc, int64_t nb, int64_t pc, int64_t kb)
-{
-    return (b_block){.jc = jc, .nb = nb, .pc = pc, .kb = kb,
-                     .panels = (nb + p->nr - 1) / p->nr};
 }
 
 /* A shared-B run that reads B in place still packs the masked last panel
@@ -257,7 +255,7 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
      * first tile: 64x40x256 took 26 us on 2 threads, 13 on one.) */
     bool publish = first_tile && panels_ready;
     if (by_rows) {
-        pack_b_by_rows(c, p, blk->jc, blk->nb, blk->pc, blk->kb, b_buf);
+        pack_b_by_rows(c, p, blk, b_buf);
         if (publish)
             atomic_store_explicit(panels_ready, (int)panels, memory_order_release);
         publish = false;
@@ -277,10 +275,10 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
         bool own_copy = own && args.n < p->nr;
         if (own_copy) {
             if (!own->ready)
-                prepare_b_panel(c, p, blk->jc, blk->nb, blk->pc, blk->kb, jr, false, own->buf);
+                prepare_b_panel(c, p, blk, jr, false, own->buf);
             own->ready = true;
         } else if (first_tile && !by_rows) {
-            prepare_b_panel(c, p, blk->jc, blk->nb, blk->pc, blk->kb, jr, first_use, b_buf);
+            prepare_b_panel(c, p, blk, jr, first_use, b_buf);
         } else if (!first_tile && panels_ready && panel_from_first_tile(c, p, args.n)) {
             rt_wait_at_least(panels_ready, (int)jr + 1);
         }
@@ -593,9 +591,9 @@ struct tessel_packed_b *op_pack_b(const plan_model *model, const float *B, int64
     gemm_plan layout = {.isa = pb->isa, .vec = pb->vec, .nr = pb->nr, .pack_b = true};
     gemm_call call = {.B = B, .b_rs = b_rs, .b_cs = b_cs};
     for (int64_t pc = 0; pc < K; pc += pb->kc) {
-        int64_t kb = min64(pb->kc, K - pc);
-        for (int64_t jr = 0; jr < panels; jr++)
-            prepare_b_panel(&call, &layout, 0, N, pc, kb, jr, false, pb->data + pc * pb->n_padded);
+        b_block blk = make_block(&layout, 0, N, pc, min64(pb->kc, K - pc));
+        for (int64_t jr = 0; jr < blk.panels; jr++)
+            prepare_b_panel(&call, &layout, &blk, jr, false, pb->data + pc * pb->n_padded);
     }
     return pb;
 }
