@@ -371,21 +371,25 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * few times. */
     p->pack_a = s->transa ? !small_m
                           : s->M >= PACK_A_MIN_ROWS && p->npanels >= PACK_A_MIN_PANELS;
+    p->whole_k = s->prepacked_kc == 0 && c->kc == 0 && p->npanels <= WHOLE_K_MAX_PANELS &&
+                 s->K * p->npanels * p->nr * (int64_t)sizeof(float) <= m->l2_bytes / 2;
     if (s->prepacked_kc > 0)
         p->kc = s->prepacked_kc;
     else if (c->kc > 0)
         p->kc = even_kc(c->kc, s->K);
-    else if ((p->whole_k = p->npanels <= WHOLE_K_MAX_PANELS &&
-                           s->K * p->npanels * p->nr * (int64_t)sizeof(float) <= m->l2_bytes / 2))
+    else if (p->whole_k)
         p->kc = s->K;
     else
         p->kc = even_kc(m->kc_for[p->nv], s->K);
-    p->nc = c->nc > 0 ? (c->nc + p->nr - 1) / p->nr * p->nr : m->nc_for[p->nv];
     /* A choice of kc alone keeps the B block the rules size for the L2:
      * with the rules' nc, twice their kc made a 3.5 MB block of a 2 MB L2. */
     const hw_cache *l2 = hw_data_cache(&m->hw, 2);
-    if (c->kc > 0 && c->nc == 0 && s->prepacked_kc == 0 && l2)
+    if (c->nc > 0)
+        p->nc = (c->nc + p->nr - 1) / p->nr * p->nr;
+    else if (c->kc > 0 && s->prepacked_kc == 0 && l2)
         p->nc = model_nc(l2, p->kc, m->bulk_mr[p->nv], p->nr);
+    else
+        p->nc = m->nc_for[p->nv];
     /* B with contiguous rows is read in place, its kc x nc block capped to
      * half the L2 since its rows lie far apart, unless copying it is cheap
      * next to the product. Packed weights are already in panels. */
