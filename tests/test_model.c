@@ -68,6 +68,24 @@ static void zen4_by_hand(void)
     layer.prepacked_kc = m.kc; /* likewise with B packed before the call */
     plan_gemm(&m, &layer, 2, &p);
     CHECK(p.split == 'M' && p.threads == 2, "128x768x768, B pre-packed: split %c", p.split);
+
+    /* One row tile: K whole (kc 128 otherwise) up to 768 rows, while the
+     * tile's A rows fit half the L1 (16 KiB) and B three quarters of the
+     * L2 (768 KiB). */
+    gemm_shape one_tile = {.M = 1, .N = 384, .K = 384}; /* B 576 KiB */
+    plan_gemm(&m, &one_tile, 1, &p);
+    CHECK(p.whole_k && p.kc == 384, "1x384x384: kc %lld", (long long)p.kc);
+    one_tile.M = 11; /* A rows 16.5 KiB */
+    plan_gemm(&m, &one_tile, 1, &p);
+    CHECK(p.ntiles == 1 && !p.whole_k && p.kc == 128, "11x384x384: kc %lld", (long long)p.kc);
+    gemm_shape deep = {.M = 1, .N = 96, .K = 1536}; /* B 576 KiB */
+    plan_gemm(&m, &deep, 1, &p);
+    CHECK(!p.whole_k && p.kc < 768, "1x96x1536: kc %lld", (long long)p.kc);
+    gemm_shape wide = {.M = 1, .N = 1024, .K = 384}; /* B 1.5 MiB */
+    plan_gemm(&m, &wide, 1, &p);
+    CHECK(!p.whole_k && p.kc == 128, "1x1024x384: kc %lld", (long long)p.kc);
+    plan_gemm(&m, &wide, 2, &p); /* 768 KiB a thread */
+    CHECK(p.whole_k && p.kc == 384, "1x1024x384 on 2 threads: kc %lld", (long long)p.kc);
 #endif
 }
 

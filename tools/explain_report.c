@@ -107,7 +107,10 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
            "of its %d ways (one spare)\n", (long long)p->kc, (long long)s->K,
            (long long)kblocks, kblocks == 1 ? "" : "s", s->K % p->kc ? "at most " : "",
            (long long)p->kc, (long long)v.kc, mr, p->nr, v.l1_ways_for_b, v.l1_ways);
-    if (p->whole_k)
+    if (p->whole_k && p->ntiles == 1)
+        printf("          K whole: one row tile reads each B panel once, so no other tile "
+               "would find the B block in the L2; one k block saves a pass over C\n");
+    else if (p->whole_k)
         printf("          K whole: only %lld B panel%s read each A micro-panel, so keeping it in "
                "L1 saves little; one k block saves a pass over C\n", (long long)p->npanels,
                p->npanels == 1 ? "" : "s");

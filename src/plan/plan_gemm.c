@@ -34,6 +34,18 @@ static const int PACKED_PREFETCH_BYTES = 1024;
  * 384x64x384 0.97 at 1 thread, 0.91 at 2; 512x64x512 0.92; 256x64x256
  * 0.98. */
 static const int64_t WHOLE_K_MAX_PANELS = 2;
+/* A plan of one row tile reads each B panel once: no later tile finds
+ * the B block in the L2, which is what the rules' kc keeps it there for.
+ * Where each thread's share of B stays in its L2 from call to call, K
+ * runs in one block up to this many rows, while the tile's A rows fit
+ * half the L1. Time K whole / rules' kc, B in place, 2 threads:
+ * 1x768x768 0.91, 3x768x768 0.91-0.95, 5x768x768 0.91-0.96, 8x768x768
+ * 0.97 (bench/compare, M 1-8: 1.07 against oneDNN). B from L3 gained
+ * little or lost (2x2304x768 0.96, 1x3072x768 1.01, 8x3072x768 1.05 at
+ * 1 thread). Deeper, a block of B read in place spans a page or so per
+ * row and misses the TLB: 3072 rows took 1.13-1.41x the rules' time
+ * (1x768x3072, 8x768x3072). */
+static const int64_t ONE_TILE_WHOLE_K_MAX_ROWS = 768;
 static const int IN_PLACE_PREFETCH_ROWS = 16;
 /* The extra time of reading B in place over packed panels (measured). */
 static const double IN_PLACE_PENALTY = 0.07;
@@ -371,8 +383,13 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * few times. */
     p->pack_a = s->transa ? !small_m
                           : s->M >= PACK_A_MIN_ROWS && p->npanels >= PACK_A_MIN_PANELS;
-    p->whole_k = s->prepacked_kc == 0 && c->kc == 0 && p->npanels <= WHOLE_K_MAX_PANELS &&
-                 s->K * p->npanels * p->nr * (int64_t)sizeof(float) <= m->l2_bytes / 2;
+    const hw_cache *l1 = hw_data_cache(&m->hw, 1);
+    bool few_panels = p->npanels <= WHOLE_K_MAX_PANELS &&
+                      s->K * p->npanels * p->nr * (int64_t)sizeof(float) <= m->l2_bytes / 2;
+    bool one_short_tile = p->ntiles == 1 && s->K <= ONE_TILE_WHOLE_K_MAX_ROWS && l1 &&
+                          s->M * s->K * (int64_t)sizeof(float) <= l1->size_bytes / 2 &&
+                          s->K * s->N * (int64_t)sizeof(float) / threads <= m->l2_bytes * 3 / 4;
+    p->whole_k = s->prepacked_kc == 0 && c->kc == 0 && (few_panels || one_short_tile);
     if (s->prepacked_kc > 0)
         p->kc = s->prepacked_kc;
     else if (c->kc > 0)
@@ -397,6 +414,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     p->b_from_memory = !s->transb && s->prepacked_kc == 0 &&
                        s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
     if (!p->pack_b && p->b_from_memory) {
+        p->whole_k = false;
         p->kc = even_kc(STREAM_KC, s->K);
         p->nc = (STREAM_NC + p->nr - 1) / p->nr * p->nr;
     } else if (!p->pack_b && c->nc == 0) {
