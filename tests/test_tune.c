@@ -292,6 +292,40 @@ static void check_calibrated_choice(void)
     free(m);
 }
 
+/* One row tile too short to hide the FMA latency keeps the rules' width,
+ * however fast the calibration says other widths' tiles are; many rows
+ * take the faster width. */
+static void check_short_tile_width(void)
+{
+    plan_model *m = malloc(sizeof *m);
+    if (!m || plan_model_init(m, hw_default_profile()) != 0) {
+        CHECK(false, "a model of this machine");
+        free(m);
+        return;
+    }
+    m->cost.calibrated = true;
+    for (int nv = 1; nv <= UK_MAX_NV; nv++)
+        for (int mr = 1; mr <= UK_MAX_MR; mr++)
+            for (int a = 0; a < 2; a++)
+                if (nv != m->nv)
+                    m->cost.tile_scale[a][nv][mr] = 0.1f;
+    gemm_shape one_row = {.M = 1, .N = 768, .K = 768};
+    gemm_plan rules, p;
+    plan_gemm_choice(m, &one_row, 2, &(plan_choice){0}, &rules);
+    plan_gemm(m, &one_row, 2, &p);
+    CHECK(rules.ntiles == 1 && p.nv == rules.nv, "1x768x768: width %d, the rules' %d", p.nv,
+          rules.nv);
+    gemm_shape rows = {.M = 256, .N = 768, .K = 768};
+    plan_choice variants[16];
+    int n = plan_variants(m, &rows, 2, variants, 16);
+    bool other_width = false;
+    for (int i = 0; i < n; i++)
+        other_width = other_width || (variants[i].nv && variants[i].nv != m->nv);
+    plan_gemm(m, &rows, 2, &p);
+    CHECK(!other_width || p.nv != m->nv, "256x768x768 takes the faster width (%d)", p.nv);
+    free(m);
+}
+
 /* A file's bytes, to show a failed open changed nothing. */
 static uint64_t file_checksum(const char *path)
 {
@@ -403,6 +437,7 @@ void suite_tune(void)
     check_fit();
     check_tau();
     check_calibrated_choice();
+    check_short_tile_width();
     for (int threads = 1; threads <= 3; threads++) {
         tessel_ctx *ctx = NULL;
         tessel_ctx_create(&ctx, threads);

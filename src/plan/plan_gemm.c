@@ -522,13 +522,22 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     int n = plan_variants(m, s, threads, variants, 16);
     gemm_plan candidate;
     const plan_choice rules_used = p->choice;
+    /* One row tile too short to hide the FMA latency (a few tokens) waits
+     * on its loads of B, not on its FMAs; the tile rates, measured in L1,
+     * see only the FMAs and favour wider tiles, more chains. Read in
+     * place from the L2, 48-wide panels (three cache lines a row, the
+     * hardware fetching lines in pairs) took 1.05-1.26x the time of the
+     * rules' 32 (1x768x3072, 2x768x3072, 3x2304x768, 1x3072x1024 at 2
+     * threads), so the width stays the rules'. */
+    bool keep_width = p->ntiles == 1 &&
+                      model_tile_verdict(m, p->runs[0].mr, p->nv).failed == TILE_RULE_LATENCY;
     for (int i = 1; i < n; i++) {
         /* A variant that asks for what the rules chose already is the
          * rules' plan: not planned twice. */
         const plan_choice *v = &variants[i];
         bool same_b = v->pack_b && v->pack_b == rules_used.pack_b;
         bool same_split = v->split && v->split == rules_used.split;
-        if (same_b || same_split)
+        if (same_b || same_split || (keep_width && v->nv))
             continue;
         plan_gemm_choice(m, s, threads, v, &candidate);
         if (candidate.predicted_seconds < p->predicted_seconds)
