@@ -23,6 +23,8 @@ static const char usage[] =
     "            [--transfer-from PROFILE --samples N] [--list] [--no-store]";
 
 enum { MAX_SAMPLES = 4000, MAX_SHAPES = 4096, MAX_TOP = 16 };
+/* Rounds of the model's plan against the best measured of the top K. */
+enum { HEAD_TO_HEAD_ROUNDS = 7 };
 /* Held-out evaluation: at most this many seconds of it within a calibration. */
 static const double EVAL_SECONDS = 12.0;
 /* Matrices of the largest shape the training and the bench lists use. */
@@ -410,15 +412,20 @@ static int run_shapes(const tune_options *o, tune_session *t)
         }
         tau_sum += k > 1 ? tune_kendall_tau(pred, meas, k) : 1.0;
         /* The best of K noisy times is biased low: the model's plan is
-         * judged against the winner in a fresh head-to-head, alternating. */
+         * judged against the winner in a fresh head-to-head, alternating,
+         * by the median of the rounds' ratios. (The least of three times
+         * each flipped a fifth of the verdicts from one run to the next:
+         * the machine's slow spells last longer than a round.) */
         if (!plan_choice_equal(&c[best_i].choice, &model_plan.choice)) {
             gemm_plan winner;
             plan_gemm_choice(t->model, s, t->bench.env.threads, &c[best_i].choice, &winner);
-            model_time = best = INFINITY;
-            for (int round = 0; round < 3; round++) {
-                model_time = fmin(model_time, tune_time_plan(&t->bench, s, &model_plan, 0.01));
-                best = fmin(best, tune_time_plan(&t->bench, s, &winner, 0.01));
+            double ratio[HEAD_TO_HEAD_ROUNDS], model_times[HEAD_TO_HEAD_ROUNDS];
+            for (int round = 0; round < HEAD_TO_HEAD_ROUNDS; round++) {
+                model_times[round] = tune_time_plan(&t->bench, s, &model_plan, 0.01);
+                ratio[round] = model_times[round] / tune_time_plan(&t->bench, s, &winner, 0.01);
             }
+            model_time = cli_median(model_times, HEAD_TO_HEAD_ROUNDS);
+            best = model_time / cli_median(ratio, HEAD_TO_HEAD_ROUNDS);
         } else {
             model_time = best;
         }
