@@ -522,15 +522,15 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     int n = plan_variants(m, s, threads, variants, 16);
     gemm_plan candidate;
     const plan_choice rules_used = p->choice;
-    /* One row tile too short to hide the FMA latency (a few tokens) waits
-     * on its loads of B, not on its FMAs; the tile rates, measured in L1,
-     * see only the FMAs and favour wider tiles, more chains. Read in
-     * place from the L2, 48-wide panels (three cache lines a row, the
-     * hardware fetching lines in pairs) took 1.05-1.26x the time of the
-     * rules' 32 (1x768x3072, 2x768x3072, 3x2304x768, 1x3072x1024 at 2
-     * threads), so the width stays the rules'. */
-    bool keep_width = p->ntiles == 1 &&
-                      model_tile_verdict(m, p->runs[0].mr, p->nv).failed == TILE_RULE_LATENCY;
+    /* One row tile (a few tokens) reading B in place streams B once and
+     * waits on those loads more than on its FMAs; the tile rates,
+     * measured in L1, see only the FMAs and favour wider tiles, more
+     * chains. 48-wide panels (three cache lines a row, the hardware
+     * fetching lines in pairs) took 1.05-1.26x the time of the rules' 32
+     * (1x768x3072, 2x768x3072, 3x2304x768, 1x3072x1024 at 2 threads;
+     * 5 x 768-3072 x 768 1.08-1.21 in top-8 runs), so the width stays
+     * the rules'. */
+    bool keep_width = p->ntiles == 1 && !p->pack_b;
     /* Where the rules pack B, B stays packed: they pack only where the
      * copy repays reading B in place, a cost the fitted weights leave out
      * (a weight of 0 on the in-place feature, whose bytes are those of
