@@ -65,6 +65,15 @@ static void zen4_by_hand(void)
     gemm_shape layer = {.M = 128, .N = 768, .K = 768};
     plan_gemm_choice(&m, &layer, 2, &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
     CHECK(p.split == 'M' && p.threads == 2, "128x768x768, B in place: split %c", p.split);
+    /* From two row tiles a thread (64 rows: 5 tiles), B in place, no
+     * ragged end is charged and M still wins; with fewer (40 rows: 3),
+     * the half k block does and N wins. */
+    gemm_shape fewer = {.M = 64, .N = 768, .K = 768};
+    plan_gemm_choice(&m, &fewer, 2, &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
+    CHECK(p.split == 'M' && p.ntiles == 5, "64x768x768, B in place: split %c", p.split);
+    fewer.M = 40;
+    plan_gemm_choice(&m, &fewer, 2, &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
+    CHECK(p.split == 'N' && p.ntiles == 3, "40x768x768, B in place: split %c", p.split);
     layer.prepacked_kc = m.kc; /* likewise with B packed before the call */
     plan_gemm(&m, &layer, 2, &p);
     CHECK(p.split == 'M' && p.threads == 2, "128x768x768, B pre-packed: split %c", p.split);
