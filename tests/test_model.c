@@ -78,6 +78,16 @@ static void zen4_by_hand(void)
     plan_gemm(&m, &layer, 2, &p);
     CHECK(p.split == 'M' && p.threads == 2, "128x768x768, B pre-packed: split %c", p.split);
 
+    /* The rules count whole FMA pipes: a probe that read 1.88 FMAs a
+     * cycle still rejects 16x16 (8.5 load cycles a k step, 8 of FMAs). */
+    hw_profile slow_probe = hw;
+    slow_probe.fma_per_cycle = 1.88;
+    plan_model slow;
+    CHECK(plan_model_init(&slow, &slow_probe) == 0, "model of a slow probe builds");
+    CHECK(model_tile_verdict(&slow, 16, 1).failed == TILE_RULE_LOAD_PORTS &&
+              model_tile_verdict(&slow, 14, 2).failed == TILE_RULE_PASSES,
+          "1.88 FMAs a cycle: 16x16 fails the load ports, 14x32 passes");
+
     /* One row tile: K whole (kc 128 otherwise) up to 768 rows, while the
      * tile's A rows fit half the L1 (16 KiB) and B three quarters of the
      * L2 (768 KiB). */
