@@ -259,8 +259,9 @@ static void check_tau(void)
     CHECK(fabs(tune_kendall_tau(a, swap, 5) - 0.8) < 1e-12, "one swap: 0.8");
 }
 
-/* With a calibrated model the plan is the cheapest predicted variant it
- * may take: B the rules pack stays packed. */
+/* With a calibrated model no variant it may take is predicted 5% cheaper
+ * than its plan (plan_gemm's VARIANT_MARGIN), and B the rules pack stays
+ * packed. */
 static void check_calibrated_choice(void)
 {
     plan_model *m = malloc(sizeof *m);
@@ -288,11 +289,11 @@ static void check_calibrated_choice(void)
             in_place_cheaper = in_place_cheaper || p.predicted_seconds < best.predicted_seconds;
             continue;
         }
-        cheapest = cheapest && best.predicted_seconds <= p.predicted_seconds;
+        cheapest = cheapest && 0.95 * best.predicted_seconds <= p.predicted_seconds;
         plan_cost_features(m, &s, &p, f);
         copies_least = copies_least && f_best[COST_PACK] <= f[COST_PACK];
     }
-    CHECK(cheapest, "the calibrated plan is the cheapest predicted of %d", n);
+    CHECK(cheapest, "no variant of %d is predicted 5%% cheaper than the calibrated plan", n);
     CHECK(copies_least, "with copies that expensive, the plan copies the least");
     /* Which the rules chose depends on the machine (under qemu's cache
      * sizes they read B in place). */
@@ -323,6 +324,52 @@ static void check_no_doubled_kc(void)
           "kc %lld (the rules' %lld; doubled predicted %.0f us against %.0f)", (long long)p.kc,
           (long long)rules.kc, deeper.predicted_seconds * 1e6, rules.predicted_seconds * 1e6);
     free(m);
+}
+
+/* A variant predicted less than 5% cheaper than the rules' plan does not
+ * replace it. The zen4 preset with the analytic weights has such shapes
+ * among the BERT layers (15x2304x768: a 48-wide variant 0.5% cheaper);
+ * the first found, of the variants plan_gemm may take, is checked. */
+static void check_variant_margin(void)
+{
+#if defined(__x86_64__) /* the avx512 family the preset names */
+    hw_profile hw;
+    plan_model *m = malloc(sizeof *m);
+    if (!m || hw_profile_preset(&hw, "zen4") != 0 || plan_model_init(m, &hw) != 0) {
+        CHECK(false, "a zen4 model");
+        free(m);
+        return;
+    }
+    m->cost.calibrated = true;
+    const int64_t layers[4][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}};
+    bool found = false;
+    for (int l = 0; l < 4 && !found; l++)
+        for (int64_t rows = 1; rows <= 512 && !found; rows++) {
+            gemm_shape s = {.M = rows, .N = layers[l][0], .K = layers[l][1]};
+            gemm_plan rules, p, v;
+            plan_gemm_choice(m, &s, 2, &(plan_choice){0}, &rules);
+            plan_choice variants[16];
+            int n = plan_variants(m, &s, 2, variants, 16);
+            double cheapest = rules.predicted_seconds;
+            for (int i = 1; i < n; i++) {
+                plan_gemm_choice(m, &s, 2, &variants[i], &v);
+                bool taken = variants[i].kc <= m->kc && (!rules.pack_b || v.pack_b) &&
+                             !(variants[i].nv && rules.ntiles == 1 && !rules.pack_b);
+                if (taken && v.predicted_seconds < cheapest)
+                    cheapest = v.predicted_seconds;
+            }
+            if (cheapest >= rules.predicted_seconds || cheapest < 0.95 * rules.predicted_seconds)
+                continue;
+            found = true;
+            plan_gemm(m, &s, 2, &p);
+            CHECK(plan_choice_equal(&p.choice, &rules.choice),
+                  "%lldx%lldx%lld: a variant %.1f%% cheaper leaves the rules' plan",
+                  (long long)s.M, (long long)s.N, (long long)s.K,
+                  100.0 * (1.0 - cheapest / rules.predicted_seconds));
+        }
+    CHECK(found, "a BERT layer where a variant is predicted 0-5%% cheaper");
+    free(m);
+#endif
 }
 
 /* One row tile too short to hide the FMA latency keeps the rules' width,
@@ -472,6 +519,7 @@ void suite_tune(void)
     check_calibrated_choice();
     check_short_tile_width();
     check_no_doubled_kc();
+    check_variant_margin();
     for (int threads = 1; threads <= 3; threads++) {
         tessel_ctx *ctx = NULL;
         tessel_ctx_create(&ctx, threads);
