@@ -330,7 +330,18 @@ typedef struct {
     uint64_t seed;
     long hits, misses, wrong;
     int first_wrong_key;
+    long first_wrong_byte; /* of the first wrong hit: where it differs */
 } hammer_worker;
+
+/* The first byte at which two plans differ, or -1. */
+static long first_difference(const gemm_plan *a, const gemm_plan *b)
+{
+    const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+    for (size_t i = 0; i < sizeof *a; i++)
+        if (x[i] != y[i])
+            return (long)i;
+    return -1;
+}
 
 /* Looks up random keys; a hit must equal the plan made beforehand for its
  * key, a miss plans the shape here and inserts it. Only records: the main
@@ -348,8 +359,10 @@ static void *hammer(void *opaque)
         memset(got, 0x5A, sizeof *got);
         if (plan_cache_lookup(w->cache, k, got)) {
             w->hits++;
-            if (!plans_equal(&hammer_expected[i], got) && w->wrong++ == 0)
+            if (!plans_equal(&hammer_expected[i], got) && w->wrong++ == 0) {
                 w->first_wrong_key = i;
+                w->first_wrong_byte = first_difference(&hammer_expected[i], got);
+            }
             continue;
         }
         w->misses++;
@@ -394,8 +407,11 @@ static void concurrent_readers_and_writers(void)
         const hammer_worker *w = &workers[t];
         hits += w->hits;
         misses += w->misses;
-        CHECK(w->wrong == 0, "thread %d: %ld of %ld hits were not the key's plan (first: key %d)",
-              t, w->wrong, w->hits, w->first_wrong_key);
+        CHECK(w->wrong == 0,
+              "thread %d: %ld of %ld hits were not the key's plan (first: key %d, from byte "
+              "%ld of the plan; predicted_seconds at %zu, choice at %zu)",
+              t, w->wrong, w->hits, w->first_wrong_key, w->first_wrong_byte,
+              offsetof(gemm_plan, predicted_seconds), offsetof(gemm_plan, choice));
     }
     plan_cache_stats st;
     plan_cache_get_stats(c, &st);
