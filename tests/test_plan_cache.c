@@ -333,13 +333,19 @@ typedef struct {
     long first_wrong_byte; /* of the first wrong hit: where it differs */
 } hammer_worker;
 
-/* The first byte at which two plans differ, or -1. */
+/* The first byte at which two plans differ where plans_equal looks (runs
+ * and bounds only as far as they are used), or -1. */
 static long first_difference(const gemm_plan *a, const gemm_plan *b)
 {
     const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
-    for (size_t i = 0; i < sizeof *a; i++)
-        if (x[i] != y[i])
+    size_t runs_used = offsetof(gemm_plan, runs) + sizeof(plan_run) * (size_t)a->nruns;
+    size_t bounds_used = offsetof(gemm_plan, bounds) + sizeof(int64_t) * (size_t)(a->threads + 1);
+    for (size_t i = 0; i < sizeof *a; i++) {
+        bool in_runs = i >= runs_used && i < offsetof(gemm_plan, runs) + sizeof a->runs;
+        bool in_bounds = i >= bounds_used && i < offsetof(gemm_plan, bounds) + sizeof a->bounds;
+        if (!in_runs && !in_bounds && x[i] != y[i])
             return (long)i;
+    }
     return -1;
 }
 
