@@ -68,6 +68,19 @@ static const double IN_PLACE_PENALTY = 0.07;
 static const int64_t STREAM_B_L2S = 16;
 static const int64_t STREAM_KC = 32, STREAM_NC = 4096;
 
+/* Records the knobs a plan was made with. Field by field into the plan,
+ * which plan_gemm_choice zeroed: a compound literal's padding is
+ * unspecified (clang copied stack bytes into it), and the plan cache and
+ * its tests copy and compare plans word for word. */
+static void set_choice(gemm_plan *p, int64_t kc, int64_t nc, int pack_b, char split)
+{
+    p->choice.nv = p->nv;
+    p->choice.kc = kc;
+    p->choice.nc = nc;
+    p->choice.pack_b = pack_b;
+    p->choice.split = split;
+}
+
 static void add_run(gemm_plan *p, int mr, int64_t count)
 {
     if (count <= 0)
@@ -75,7 +88,9 @@ static void add_run(gemm_plan *p, int mr, int64_t count)
     if (p->nruns > 0 && p->runs[p->nruns - 1].mr == mr) {
         p->runs[p->nruns - 1].count += count;
     } else {
-        p->runs[p->nruns++] = (plan_run){.mr = mr, .count = count};
+        plan_run *run = &p->runs[p->nruns++];
+        run->mr = mr; /* field by field: see set_choice */
+        run->count = count;
     }
     p->ntiles += count;
 }
@@ -256,7 +271,7 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->threads = threads < p->npanels ? threads : (int)p->npanels;
     for (int t = 0; t <= p->threads; t++)
         p->bounds[t] = p->npanels * t / p->threads;
-    p->choice = (plan_choice){.nv = p->nv, .kc = p->kc, .split = 'N'};
+    set_choice(p, p->kc, 0, PLAN_B_RULES, 'N');
     /* A k step loads mr + nj vectors along k for mr * nj FMAs, then the
      * accumulators are summed across lanes: about one more step. */
     double steps = (double)s->K / p->vec + 1.0;
@@ -363,7 +378,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
         p->threads = 1;
         p->split = 'M';
         p->bounds[1] = p->ntiles;
-        p->choice = (plan_choice){.nv = p->nv, .split = 'M'};
+        set_choice(p, 0, 0, PLAN_B_RULES, 'M');
         double f[COST_NFEATURES];
         plan_cost_features(m, s, p, f);
         p->predicted_seconds = cost_predict(&m->cost, f);
@@ -460,9 +475,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     p->fma_cycles = along_m ? fma_m : fma_n;
     double kblocks = (double)((s->K + p->kc - 1) / p->kc);
     p->calls = (double)p->ntiles * (double)p->npanels * kblocks / p->threads;
-    p->choice = (plan_choice){.nv = p->nv, .kc = p->kc, .nc = p->nc,
-                              .pack_b = p->pack_b ? PLAN_B_PACKED : PLAN_B_IN_PLACE,
-                              .split = p->split};
+    set_choice(p, p->kc, p->nc, p->pack_b ? PLAN_B_PACKED : PLAN_B_IN_PLACE, p->split);
     double f[COST_NFEATURES];
     plan_cost_features(m, s, p, f);
     p->predicted_seconds = cost_predict(&m->cost, f);
