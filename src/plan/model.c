@@ -22,11 +22,15 @@ static const double DEFAULT_GHZ = 3.0;
 static const double DEFAULT_PACK_GBS = 20.0;
 
 /* FMA pipes are whole units; the probe's issue rate is a ratio of two
- * timings and reads 1.88-1.99 here. The rules judge tiles by the whole
- * number: with the measured rate, a slow probe let 16x16 tiles pass the
- * load-port rule (8.5 load cycles against 8.51 of FMAs), and the
- * calibrated planner then took them for 17-row layers, 1.16-1.36x slower
- * than its plans with 32-wide tiles. */
+ * timings and reads 1.88-1.99 here. The load-port rule, which weighs FMA
+ * cycles against load cycles, counts whole pipes: with the measured rate,
+ * a slow probe let 16x16 tiles pass it (8.5 load cycles against 8.51 of
+ * FMAs), and the calibrated planner then took them for 17-row layers,
+ * 1.16-1.36x slower than its plans with 32-wide tiles. The latency rule
+ * keeps the measured rate: latency times rate is a ratio of two timings
+ * in which the clock cancels, and stays sound where the clock reads wrong
+ * (under emulation, whole pipes against the emulated latency rejected
+ * every tile). */
 static double fma_pipes(const plan_model *m)
 {
     double pipes = round(m->hw.fma_per_cycle);
@@ -113,7 +117,8 @@ bool model_fits_load_ports(int mr, int nv, double fma_per_cycle, double loads_pe
 tile_verdict model_tile_verdict(const plan_model *m, int mr, int nv)
 {
     hw_cache l1 = model_l1(m);
-    double fma_per_cycle = fma_pipes(m), latency = m->hw.fma_latency_cycles;
+    double fma_per_cycle = m->hw.fma_per_cycle, latency = m->hw.fma_latency_cycles;
+    double pipes = fma_pipes(m);
     tile_verdict v = {
         .registers = model_registers(mr, nv),
         .registers_available = m->hw.vec_registers,
@@ -122,7 +127,7 @@ tile_verdict model_tile_verdict(const plan_model *m, int mr, int nv)
         .fma_pipes = fma_per_cycle,
         .chains_needed = latency * fma_per_cycle,
         .load_cycles = (mr + nv) / LOADS_PER_CYCLE,
-        .fma_cycles = mr * nv / fma_per_cycle,
+        .fma_cycles = mr * nv / pipes,
         .l1_ways = l1.ways,
         .l1_ways_for_b = model_l1_ways_for_b(l1.ways, mr, nv * m->vec),
         .kc = model_kc(&l1, mr, nv * m->vec),
@@ -131,7 +136,7 @@ tile_verdict model_tile_verdict(const plan_model *m, int mr, int nv)
         v.failed = TILE_RULE_REGISTERS;
     else if (!model_hides_latency(mr, nv, latency, fma_per_cycle))
         v.failed = TILE_RULE_LATENCY;
-    else if (!model_fits_load_ports(mr, nv, fma_per_cycle, LOADS_PER_CYCLE))
+    else if (!model_fits_load_ports(mr, nv, pipes, LOADS_PER_CYCLE))
         v.failed = TILE_RULE_LOAD_PORTS;
     else if (v.kc <= 0)
         v.failed = TILE_RULE_L1;
@@ -173,7 +178,7 @@ static bool dot_family_hides_latency(const plan_model *m)
     for (int mr = 1; mr <= UK_DOT_MAX_MR; mr++)
         for (int nj = 1; nj <= UK_DOT_MAX_NJ; nj++)
             if (ukernel_dot_lookup(m->hw.isa, mr, nj) &&
-                model_hides_latency(mr, nj, m->hw.fma_latency_cycles, fma_pipes(m)))
+                model_hides_latency(mr, nj, m->hw.fma_latency_cycles, m->hw.fma_per_cycle))
                 return true;
     return false;
 }
@@ -185,16 +190,16 @@ tile_verdict model_dot_verdict(const plan_model *m, int mr, int nj)
         .registers_available = m->hw.vec_registers,
         .chains = mr * nj,
         .fma_latency = m->hw.fma_latency_cycles,
-        .fma_pipes = fma_pipes(m),
-        .chains_needed = m->hw.fma_latency_cycles * fma_pipes(m),
+        .fma_pipes = m->hw.fma_per_cycle,
+        .chains_needed = m->hw.fma_latency_cycles * m->hw.fma_per_cycle,
         .latency_waived = !dot_family_hides_latency(m),
         .load_cycles = (mr + nj) / LOADS_PER_CYCLE,
-        .fma_cycles = mr * nj / fma_pipes(m),
+        .fma_cycles = mr * nj / m->hw.fma_per_cycle,
     };
     if (v.registers > v.registers_available)
         v.failed = TILE_RULE_REGISTERS;
     else if (!v.latency_waived &&
-             !model_hides_latency(mr, nj, m->hw.fma_latency_cycles, fma_pipes(m)))
+             !model_hides_latency(mr, nj, m->hw.fma_latency_cycles, m->hw.fma_per_cycle))
         v.failed = TILE_RULE_LATENCY;
     return v;
 }
