@@ -565,9 +565,9 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
      * the rules'. */
     bool keep_width = p->ntiles == 1 && !p->pack_b;
     /* Where the rules pack B, B stays packed: they pack only where the
-     * copy repays reading B in place, a cost the fitted weights leave out
-     * (a weight of 0 on the in-place feature, whose bytes are those of
-     * the packed stream). In two top-8 runs at 2 threads, where the rules
+     * copy repays reading B in place, a cost the fitted weights all but
+     * leave out (the in-place feature's weight came out 0-0.18 in today's
+     * calibrations; its bytes are those of the packed stream). In two top-8 runs at 2 threads, where the rules
      * packed and the model read in place, the fastest plan packed in 51
      * of 53 verdicts, and the model's in-place plan missed it by more than
      * 5% in 30 (64-150 x 3072 x 768: 1.08-1.16). */
@@ -575,8 +575,8 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     /* The doubled kc is not taken either (tune --shapes still measures
      * it): past the L1 rule's kc the A micro-panel no longer stays
      * in L1 while B streams by, which no feature sees, while the fitted
-     * weight of C (3.3 here) makes halving the passes over C look like a
-     * gain. It was the model's plan in most of its misses; without it,
+     * weight of C (1.1-3.3 in today's calibrations) makes halving the
+     * passes over C look like a gain. It was the model's plan in most of its misses; without it,
      * 140 of the 179 gemm.txt shapes were within 5% of the best of the
      * top 8 at 2 threads, against 124-128 in three runs with it. */
     for (int i = 1; i < n; i++) {
