@@ -293,14 +293,11 @@ static void check_calibrated_choice(void)
     double f_best[COST_NFEATURES], f[COST_NFEATURES];
     plan_cost_features(m, &s, &best, f_best);
     for (int i = 0; i < n; i++) {
-        if (variants[i].kc > m->kc)
-            continue; /* never taken (check_no_doubled_kc) */
         plan_gemm_choice(m, &s, 2, &variants[i], &p);
-        if (rules.pack_b && !p.pack_b) {
+        if (rules.pack_b && !p.pack_b && variants[i].kc <= m->kc)
             in_place_cheaper = in_place_cheaper || p.predicted_seconds < best.predicted_seconds;
-            continue;
-        }
-        cheapest = cheapest && 0.95 * best.predicted_seconds <= p.predicted_seconds;
+        if (plan_variant_admissible(m, &rules, &variants[i]))
+            cheapest = cheapest && 0.95 * best.predicted_seconds <= p.predicted_seconds;
     }
     CHECK(cheapest, "no variant of %d is predicted 5%% cheaper than the calibrated plan", n);
     /* Left only for a plan predicted 5% cheaper, the rules' plan gives way,
@@ -365,9 +362,8 @@ static void check_variant_margin(void)
             double cheapest = rules.predicted_seconds;
             for (int i = 1; i < n; i++) {
                 plan_gemm_choice(m, &s, 2, &variants[i], &v);
-                bool taken = variants[i].kc <= m->kc && (!rules.pack_b || v.pack_b) &&
-                             !(variants[i].nv && rules.ntiles == 1 && !rules.pack_b);
-                if (taken && v.predicted_seconds < cheapest)
+                if (plan_variant_admissible(m, &rules, &variants[i]) &&
+                    v.predicted_seconds < cheapest)
                     cheapest = v.predicted_seconds;
             }
             if (cheapest >= rules.predicted_seconds || cheapest < 0.95 * rules.predicted_seconds)

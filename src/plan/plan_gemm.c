@@ -544,17 +544,12 @@ bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch)
  * gemm.txt shapes at 2 threads without the margin, 140 and 144 with it. */
 static const double VARIANT_MARGIN = 0.05;
 
-void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
+bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules, const plan_choice *v)
 {
-    plan_choice rules = {0};
-    plan_gemm_choice(m, s, threads, &rules, p);
-    if (!m->cost.calibrated)
-        return;
-    /* Calibrated: the cheapest predicted of the variants it may take. */
-    plan_choice variants[16];
-    int n = plan_variants(m, s, threads, variants, 16);
-    gemm_plan candidate;
-    const plan_choice rules_used = p->choice;
+    /* A variant that asks for what the rules chose already is the rules'
+     * plan: not planned twice. */
+    bool same_b = v->pack_b && v->pack_b == rules->choice.pack_b;
+    bool same_split = v->split && v->split == rules->choice.split;
     /* One row tile (a few tokens) reading B in place streams B once and
      * waits on those loads more than on its FMAs; the tile rates,
      * measured in L1, see only the FMAs and favour wider tiles, more
@@ -563,36 +558,53 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
      * (1x768x3072, 2x768x3072, 3x2304x768, 1x3072x1024 at 2 threads;
      * 5 x 768-3072 x 768 1.08-1.21 in top-8 runs), so the width stays
      * the rules'. */
-    bool keep_width = p->ntiles == 1 && !p->pack_b;
+    bool keep_width = rules->ntiles == 1 && !rules->pack_b;
     /* Where the rules pack B, B stays packed: they pack only where the
      * copy repays reading B in place, a cost the fitted weights all but
      * leave out (the in-place feature's weight came out 0-0.18 in today's
-     * calibrations; its bytes are those of the packed stream). In two top-8 runs at 2 threads, where the rules
-     * packed and the model read in place, the fastest plan packed in 51
-     * of 53 verdicts, and the model's in-place plan missed it by more than
-     * 5% in 30 (64-150 x 3072 x 768: 1.08-1.16). */
-    bool keep_packed = rules_used.pack_b == PLAN_B_PACKED;
+     * calibrations; its bytes are those of the packed stream). In two
+     * top-8 runs at 2 threads, where the rules packed and the model read
+     * in place, the fastest plan packed in 51 of 53 verdicts, and the
+     * model's in-place plan missed it by more than 5% in 30
+     * (64-150 x 3072 x 768: 1.08-1.16). */
+    bool unpacks = rules->choice.pack_b == PLAN_B_PACKED && v->pack_b == PLAN_B_IN_PLACE;
     /* The doubled kc is not taken either (tune --shapes still measures
      * it): past the L1 rule's kc the A micro-panel no longer stays
      * in L1 while B streams by, which no feature sees, while the fitted
      * weight of C (1.1-3.3 in today's calibrations) makes halving the
-     * passes over C look like a gain. It was the model's plan in most of its misses; without it,
-     * 140 of the 179 gemm.txt shapes were within 5% of the best of the
-     * top 8 at 2 threads, against 124-128 in three runs with it. */
+     * passes over C look like a gain. It was the model's plan in most of
+     * its misses; without it, 140 of the 179 gemm.txt shapes were within
+     * 5% of the best of the top 8 at 2 threads, against 124-128 in three
+     * runs with it. */
+    bool deeper = v->kc > m->kc;
+    return !(same_b || same_split || unpacks || deeper || (keep_width && v->nv));
+}
+
+void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
+{
+    plan_choice rules = {0};
+    plan_gemm_choice(m, s, threads, &rules, p);
+    if (!m->cost.calibrated)
+        return;
+    /* Calibrated: the cheapest predicted of the variants it may take.
+     * p stays the rules' plan while they are compared (the admissibility
+     * rules read it); the best so far and the one being planned take
+     * turns in two buffers. */
+    plan_choice variants[16];
+    int n = plan_variants(m, s, threads, variants, 16);
+    gemm_plan buffers[2];
+    gemm_plan *best = p, *candidate = &buffers[0];
     for (int i = 1; i < n; i++) {
-        /* A variant that asks for what the rules chose already is the
-         * rules' plan: not planned twice. */
-        const plan_choice *v = &variants[i];
-        bool same_b = v->pack_b && v->pack_b == rules_used.pack_b;
-        bool same_split = v->split && v->split == rules_used.split;
-        bool unpacks = keep_packed && v->pack_b == PLAN_B_IN_PLACE;
-        bool deeper = v->kc > m->kc;
-        if (same_b || same_split || unpacks || deeper || (keep_width && v->nv))
+        if (!plan_variant_admissible(m, p, &variants[i]))
             continue;
-        plan_gemm_choice(m, s, threads, v, &candidate);
-        if (candidate.predicted_seconds < p->predicted_seconds * (1.0 - VARIANT_MARGIN))
-            memcpy(p, &candidate, sizeof candidate);
+        plan_gemm_choice(m, s, threads, &variants[i], candidate);
+        if (candidate->predicted_seconds < best->predicted_seconds * (1.0 - VARIANT_MARGIN)) {
+            best = candidate;
+            candidate = candidate == &buffers[0] ? &buffers[1] : &buffers[0];
+        }
     }
+    if (best != p)
+        memcpy(p, best, sizeof *p);
 }
 
 /* ---- the stored form of a choice ---- */
