@@ -183,7 +183,7 @@ static void planner_invariants(void)
         CHECK(worse == 0, "DP covers for nv %d: %d lengths not optimal", nv, worse);
     }
 
-    int bad_cover = 0, bad_kernel = 0, bad_split = 0, bad_balance = 0;
+    int bad_cover = 0, bad_kernel = 0, bad_split = 0, bad_balance = 0, bad_order = 0;
     for (int64_t M = 0; M <= 1000; M++) {
         for (int threads = 1; threads <= 3; threads++) {
             gemm_shape s = {.M = M, .N = M % 3 == 0 ? 5 + M % 11 : 100 + M % 7, .K = 64};
@@ -195,6 +195,8 @@ static void planner_invariants(void)
                 int nv = p.npanels == 1 ? (int)((s.N + p.vec - 1) / p.vec) : p.nv;
                 ukernel_desc d = {.isa = p.isa, .mr = p.runs[i].mr, .nv = nv, .a_packed = true};
                 bad_kernel += ukernel_lookup(&d) == NULL;
+                /* Tallest first, each height one run. */
+                bad_order += i > 0 && p.runs[i].mr >= p.runs[i - 1].mr;
             }
             bad_cover += rows != M;
             int64_t units = p.split == 'M' ? p.ntiles : p.npanels;
@@ -214,6 +216,8 @@ static void planner_invariants(void)
     }
     CHECK(bad_cover == 0, "tessellation covers M exactly (%d misses)", bad_cover);
     CHECK(bad_kernel == 0, "every tile height has a ukernel (%d missing)", bad_kernel);
+    CHECK(bad_order == 0, "row runs go tallest first, one per height (%d out of order)",
+          bad_order);
     CHECK(bad_split == 0, "thread bounds partition the work (%d bad)", bad_split);
     CHECK(bad_balance == 0, "thread shares are balanced (%d unbalanced)", bad_balance);
 

@@ -95,22 +95,30 @@ static void add_run(gemm_plan *p, int mr, int64_t count)
     p->ntiles += count;
 }
 
-/* Rows of tiles nv vectors wide: bulk tiles of the model's height, then
- * the DP's cheapest cover of the last rows. */
+/* Rows of tiles nv vectors wide: bulk tiles of the model's height and
+ * the DP's cheapest cover of the last rows, run tallest first. The first
+ * tile of a k block is the one whose loads of B miss (read in place, or
+ * copied as it reads); a tall one has more FMAs to hide each miss behind.
+ * Tallest first against the DP's order (short first): 43x768x768 0.92-0.93
+ * of the time at 1 and 2 threads, 192 x (43x64x43) 0.90-0.92, 24x3072x768
+ * 0.97. */
 static void tessellate_rows(const plan_model *m, int nv, int64_t M, gemm_plan *p)
 {
+    int64_t tiles_of_height[UK_MAX_MR + 1] = {0};
     int64_t rest = M;
     int bulk_mr = m->bulk_mr[nv];
     if (M > PLAN_DP_LEN) {
         int64_t bulk = (M - PLAN_DP_LEN + bulk_mr - 1) / bulk_mr;
-        add_run(p, bulk_mr, bulk);
+        tiles_of_height[bulk_mr] = bulk;
         rest = M - bulk * bulk_mr;
     }
     while (rest > 0) {
         int h = m->dp_first[nv][rest];
-        add_run(p, h, 1);
+        tiles_of_height[h]++;
         rest -= h;
     }
+    for (int h = UK_MAX_MR; h >= 1; h--)
+        add_run(p, h, tiles_of_height[h]);
 }
 
 void plan_tile_rows(const gemm_plan *p, int64_t tile, int64_t *row, int *mr)
