@@ -259,14 +259,14 @@ static void check_tau(void)
     CHECK(fabs(tune_kendall_tau(a, swap, 5) - 0.8) < 1e-12, "one swap: 0.8");
 }
 
-/* A model of this machine marked calibrated, its weights the analytic
+/* A model of hardware hw marked calibrated, its weights the analytic
  * ones until a check changes them; NULL (and a failed check) if it
  * cannot be made. The caller frees it. */
-static plan_model *calibrated_model(void)
+static plan_model *calibrated_model(const hw_profile *hw)
 {
     plan_model *m = malloc(sizeof *m);
-    if (!m || plan_model_init(m, hw_default_profile()) != 0) {
-        CHECK(false, "a model of this machine");
+    if (!m || plan_model_init(m, hw) != 0) {
+        CHECK(false, "a model of %s", hw->cpu_name);
         free(m);
         return NULL;
     }
@@ -279,7 +279,7 @@ static plan_model *calibrated_model(void)
  * packed. */
 static void check_calibrated_choice(void)
 {
-    plan_model *m = calibrated_model();
+    plan_model *m = calibrated_model(hw_default_profile());
     if (!m)
         return;
     m->cost.coef[COST_PACK] = 50.0; /* copying made very expensive */
@@ -317,7 +317,7 @@ static void check_calibrated_choice(void)
  * does not take the doubled kc (it measures it only in tune --shapes). */
 static void check_no_doubled_kc(void)
 {
-    plan_model *m = calibrated_model();
+    plan_model *m = calibrated_model(hw_default_profile());
     if (!m)
         return;
     m->cost.coef[COST_C] = 1000.0;
@@ -343,13 +343,13 @@ static void check_variant_margin(void)
 {
 #if defined(__x86_64__) /* the avx512 family the preset names */
     hw_profile hw;
-    plan_model *m = malloc(sizeof *m);
-    if (!m || hw_profile_preset(&hw, "zen4") != 0 || plan_model_init(m, &hw) != 0) {
-        CHECK(false, "a zen4 model");
-        free(m);
+    if (hw_profile_preset(&hw, "zen4") != 0) {
+        CHECK(false, "the zen4 preset");
         return;
     }
-    m->cost.calibrated = true;
+    plan_model *m = calibrated_model(&hw);
+    if (!m)
+        return;
     const int64_t layers[4][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}};
     bool found = false;
     for (int l = 0; l < 4 && !found; l++)
@@ -385,7 +385,7 @@ static void check_variant_margin(void)
  * take the faster width. */
 static void check_short_tile_width(void)
 {
-    plan_model *m = calibrated_model();
+    plan_model *m = calibrated_model(hw_default_profile());
     if (!m)
         return;
     for (int nv = 1; nv <= UK_MAX_NV; nv++)
