@@ -221,6 +221,26 @@ static void planner_invariants(void)
     CHECK(bad_split == 0, "thread bounds partition the work (%d bad)", bad_split);
     CHECK(bad_balance == 0, "thread shares are balanced (%d unbalanced)", bad_balance);
 
+    /* Column blocks are even: the last is short of the others by fewer
+     * panels than there are blocks (2304 wide is 2 x 1152, not 2048 +
+     * 256). B streamed from memory keeps its long blocks. */
+    int uneven = 0, plans = 0;
+    for (int64_t N = 1; N <= 12000; N += 7)
+        for (int64_t M = 16; M <= 400; M += 384) {
+            gemm_shape s = {.M = M, .N = N, .K = 768};
+            gemm_plan p;
+            plan_gemm(&m, &s, 1, &p);
+            if (p.dot || (p.b_from_memory && !p.pack_b))
+                continue;
+            int64_t panels = (N + p.nr - 1) / p.nr, per_block = p.nc / p.nr;
+            int64_t blocks = (N + p.nc - 1) / p.nc;
+            int64_t last = panels - (blocks - 1) * per_block;
+            uneven += p.nc % p.nr != 0 || per_block - last >= blocks;
+            plans++;
+        }
+    CHECK(plans > 1000 && uneven == 0, "column blocks are even (%d of %d plans uneven)",
+          uneven, plans);
+
     /* Small M skips packing when op(B) rows are contiguous. */
     gemm_plan p;
     gemm_shape small = {.M = 1, .N = 768, .K = 768};
