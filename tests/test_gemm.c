@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "gemm_check.h"
+#include "ops/ops.h"
 #include "ref/ref.h"
 #include "tessel.h"
 #include "test.h"
@@ -641,6 +643,61 @@ static void shared_b_cases(void)
     }
 }
 
+/* The calls the API runs by the plain loop (ops/gemm_direct.c, a few
+ * multiply-adds in all), also through the planned path that serves them
+ * otherwise, so its edge tiles stay tested on the smallest shapes. Both
+ * against the reference, beta 0 over NaN included. */
+static void direct_and_planned_cases(tessel_ctx *ctx)
+{
+    op_env env = {.model = api_ctx_model(ctx), .pool = ctx->pool, .buffers = ctx->buffers,
+                  .threads = ctx->threads};
+    test_rng rng = {77};
+    const float alphas[] = {1.0f, -1.5f, 0.0f}, betas[] = {0.0f, 1.0f, 0.5f};
+    int direct = 0, fails[2] = {0, 0};
+    for (int64_t M = 0; M <= 4; M++)
+        for (int64_t N = 0; N <= 4; N++)
+            for (int64_t K = 0; K <= 5; K++)
+                for (int t = 0; t < 4; t++) {
+                    bool ta = t & 1, tb = t & 2;
+                    float A[4 * 5], B[5 * 4], C0[4 * 4], C[4 * 4], want[4 * 4];
+                    for (int i = 0; i < 20; i++) {
+                        A[i] = test_rng_float(&rng);
+                        B[i] = test_rng_float(&rng);
+                    }
+                    float alpha = alphas[(M + K + t) % 3], beta = betas[(N + K) % 3];
+                    for (int i = 0; i < 16; i++)
+                        C0[i] = beta == 0.0f ? NAN : test_rng_float(&rng);
+                    int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
+                    gemm_call call = {.M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
+                                      .A = A, .a_rs = ta ? 1 : lda, .a_cs = ta ? lda : 1,
+                                      .B = B, .b_rs = tb ? 1 : ldb, .b_cs = tb ? ldb : 1,
+                                      .C = C, .ldc = ldc};
+                    memcpy(want, C0, sizeof want);
+                    ref_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A,
+                              lda > 0 ? lda : 1, B, ldb > 0 ? ldb : 1, beta, want,
+                              ldc > 0 ? ldc : 1);
+                    direct += op_sgemm_is_direct(&call, 1) == (M * N * K <= 64);
+                    for (int way = 0; way < 2; way++) {
+                        memcpy(C, C0, sizeof C);
+                        if (way == 0)
+                            op_sgemm_direct(&call, 1, 0, 0, 0);
+                        else
+                            op_sgemm(&env, &call, 1, 0, 0, 0);
+                        for (int64_t i = 0; i < M * N; i++) {
+                            double tol = 2.0 * (K + 2) * ldexp(1.0, -24) * 4.0 * (K + 1);
+                            bool ok = K == 0 || alpha == 0.0f
+                                          ? C[i] == want[i] /* exact (-0 is 0) */
+                                          : fabs((double)C[i] - want[i]) <= tol;
+                            fails[way] += !ok;
+                        }
+                    }
+                }
+    CHECK(direct == 5 * 5 * 6 * 4, "direct exactly up to 64 multiply-adds (%d of %d)", direct,
+          5 * 5 * 6 * 4);
+    CHECK(fails[0] == 0, "tiny GEMMs by the plain loop: %d wrong elements", fails[0]);
+    CHECK(fails[1] == 0, "tiny GEMMs by the planned path: %d wrong elements", fails[1]);
+}
+
 void suite_gemm(void)
 {
     static const int threads[N_CTX] = {0, 1, 2, 3};
@@ -663,6 +720,7 @@ void suite_gemm(void)
     random_cases(2400);
     large_cases();
     shared_b_cases();
+    direct_and_planned_cases(contexts[2]);
     for (int c = 1; c < N_CTX; c++)
         tessel_ctx_destroy(contexts[c]);
 }

@@ -133,6 +133,10 @@ static tessel_status run_gemm(tessel_ctx *ctx, const gemm_call *call, int64_t ba
     if (call->packed && call->packed->isa != resolved->model.hw.isa)
         return api_fail(TESSEL_ERR_BAD_ARG, "B was packed for %s, this context runs %s",
                         hw_isa_name(call->packed->isa), hw_isa_name(resolved->model.hw.isa));
+    if (op_sgemm_is_direct(call, batch)) {
+        op_sgemm_direct(call, batch, stride_a, stride_b, stride_c);
+        return TESSEL_OK;
+    }
     op_env env = {.model = &resolved->model, .pool = resolved->pool,
                   .buffers = resolved->buffers, .threads = resolved->threads};
     gemm_shape shape;

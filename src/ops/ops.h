@@ -6,6 +6,7 @@
 #ifndef TESSEL_OPS_H
 #define TESSEL_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "plan/plan.h"
@@ -69,5 +70,12 @@ void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_s
 void op_plan_sgemm(const op_env *env, const gemm_call *call, int64_t batch, gemm_plan *plan);
 tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm_plan *plan,
                             int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c);
+
+/* GEMMs of a few multiply-adds in all (gemm_direct.c): whether a call is
+ * one (B not pre-packed, no epilogue), and running it by the plain loop,
+ * no plan needed. */
+bool op_sgemm_is_direct(const gemm_call *call, int64_t batch);
+void op_sgemm_direct(const gemm_call *call, int64_t batch, int64_t stride_a, int64_t stride_b,
+                     int64_t stride_c);
 
 #endif /* TESSEL_OPS_H */
