@@ -608,6 +608,31 @@ static void large_cases(void)
         }
 }
 
+/* A matrix times a few vectors: op(B) narrower than a vector runs
+ * dot-product tiles at any M, split along M over the threads when there
+ * are fewer column tiles than threads; one column of B contiguous along k
+ * (ldb 1) is taken as B^T. Each on every context (run_case takes them in
+ * turn), with padded and tight leading dimensions. */
+static void narrow_b_cases(void)
+{
+    static const struct {
+        char ta, tb;
+        int64_t M, N, K, ldb;
+    } cases[] = {
+        {'N', 'T', 1001, 1, 100, 100}, {'N', 'T', 300, 3, 65, 70}, {'N', 'T', 97, 15, 31, 31},
+        {'N', 'N', 999, 1, 65, 1},     {'N', 'N', 130, 1, 17, 3},  {'N', 'T', 64, 1, 768, 768},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        for (int rep = 0; rep < N_CTX; rep++) {
+            gemm_case gc = gemm_case_tight(cases[i].ta, cases[i].tb, cases[i].M, cases[i].N,
+                                           cases[i].K, rep % 2 ? -1.5f : 1.0f,
+                                           rep % 2 ? 0.5f : 0.0f);
+            gc.ldb = cases[i].ldb;
+            gc.nan_c = gc.beta == 0.0f;
+            run_case(&gc);
+        }
+}
+
 /* Plans split along M over threads share one packed B per (jc, pc) block
  * and hand out row tiles one at a time (ops/gemm.c): more column blocks
  * than one (N past nc, here 2048 wide at most), several k blocks, a masked
@@ -720,6 +745,7 @@ void suite_gemm(void)
     random_cases(2400);
     large_cases();
     shared_b_cases();
+    narrow_b_cases();
     direct_and_planned_cases(contexts[2]);
     for (int c = 1; c < N_CTX; c++)
         tessel_ctx_destroy(contexts[c]);

@@ -353,18 +353,19 @@ static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix
         }
 }
 
-/* Dot-product plans: columns [n0, n1) in tiles of dot_nj rows of B^T,
- * each reused from cache by every tile of dot_mr rows of A; both read in
- * place, remainders by the exact smaller members. */
-static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t n0, int64_t n1)
+/* Dot-product plans: rows [m0, m1) and columns [n0, n1), in tiles of
+ * dot_nj rows of B^T, each reused from cache by every tile of dot_mr rows
+ * of A; both read in place, remainders by the exact smaller members. */
+static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, int64_t m1,
+                          int64_t n0, int64_t n1)
 {
     ukernel_args args = {.k = c->K, .a_rs = c->a_rs, .a_cs = 1, .b_rs = c->b_cs,
                          .ldc = c->ldc, .alpha = c->alpha, .beta = c->beta};
     for (int64_t j = n0; j < n1; j += p->dot_nj) {
         args.n = (int)min64(p->dot_nj, n1 - j);
         args.b = c->B + j * c->b_cs;
-        for (int64_t i = 0; i < c->M; i += p->dot_mr) {
-            args.m = (int)min64(p->dot_mr, c->M - i);
+        for (int64_t i = m0; i < m1; i += p->dot_mr) {
+            args.m = (int)min64(p->dot_mr, m1 - i);
             args.a = c->A + i * c->a_rs;
             args.c = c->C + i * c->ldc + j;
             ukernel_dot_lookup(p->isa, args.m, args.n)(&args);
@@ -387,9 +388,15 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
 {
     int64_t t0 = 0, t1 = p->ntiles, n0 = 0, n1 = c->N;
     if (p->dot) {
-        n0 = p->bounds[t] * p->dot_nj;
-        n1 = min64(c->N, p->bounds[t + 1] * p->dot_nj);
-        run_dot_share(c, p, n0, n1);
+        int64_t m0 = 0, m1 = c->M;
+        if (p->split == 'M') {
+            m0 = p->bounds[t] * p->dot_mr;
+            m1 = min64(c->M, p->bounds[t + 1] * p->dot_mr);
+        } else {
+            n0 = p->bounds[t] * p->dot_nj;
+            n1 = min64(c->N, p->bounds[t + 1] * p->dot_nj);
+        }
+        run_dot_share(c, p, m0, m1, n0, n1);
         return;
     }
     if (p->split == 'M') {
@@ -448,7 +455,9 @@ void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_s
                                         batch_spreads_evenly(batch, env->threads));
     *shape = (gemm_shape){.M = call->M, .N = call->N, .K = call->K,
                           .transa = call->a_cs != 1,
-                          .transb = call->b_cs != 1,
+                          /* One column contiguous along k is also a row
+                           * of B^T, read in place by dot-product tiles. */
+                          .transb = call->b_cs != 1 || (call->N == 1 && call->b_rs == 1),
                           .prepacked_kc = call->packed ? call->packed->kc : 0};
     *threads = whole_matrices ? 1 : env->threads;
 }

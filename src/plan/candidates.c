@@ -238,7 +238,8 @@ static void packed_regions(region_list *list, const gemm_plan *p, const gemm_sha
 }
 
 /* Dot path: rows in dot_mr tiles and columns in dot_nj tiles, each with
- * an exact smaller member for the remainder; threads split the columns. */
+ * an exact smaller member for the remainder; threads split the columns,
+ * or the row tiles (the remainder is the last). */
 static void dot_regions(region_list *list, const gemm_plan *p, const gemm_shape *s)
 {
     column_layout cl = {.N = s->N, .unit = p->dot_nj, .units = p->npanels,
@@ -247,10 +248,17 @@ static void dot_regions(region_list *list, const gemm_plan *p, const gemm_shape 
     cl.tail_width = cl.tail_nv;
     int64_t full_tiles = s->M / p->dot_mr;
     int rest = (int)(s->M % p->dot_mr);
-    if (full_tiles > 0)
-        add_band(list, p, &cl, p->dot_mr, 0, full_tiles * p->dot_mr, full_tiles, 0);
-    if (rest > 0)
-        add_band(list, p, &cl, rest, full_tiles * p->dot_mr, rest, 1, 0);
+    int nthreads = p->split == 'M' ? p->threads : 1;
+    for (int t = 0; t < nthreads; t++) {
+        int64_t t0 = p->split == 'M' ? p->bounds[t] : 0;
+        int64_t t1 = p->split == 'M' ? p->bounds[t + 1] : full_tiles + (rest > 0);
+        int64_t full_end = min64(t1, full_tiles);
+        if (full_end > t0)
+            add_band(list, p, &cl, p->dot_mr, t0 * p->dot_mr, (full_end - t0) * p->dot_mr,
+                     full_end - t0, t);
+        if (rest > 0 && t1 > full_tiles)
+            add_band(list, p, &cl, rest, full_tiles * p->dot_mr, rest, 1, t);
+    }
 }
 
 int64_t plan_regions(const gemm_plan *p, const gemm_shape *s, plan_region *out, int64_t max)
