@@ -610,9 +610,10 @@ static void large_cases(void)
 
 /* A matrix times a few vectors: op(B) narrower than a vector runs
  * dot-product tiles at any M, split along M over the threads when there
- * are fewer column tiles than threads; one column of B contiguous along k
- * (ldb 1) is taken as B^T. Each on every context (run_case takes them in
- * turn), with padded and tight leading dimensions. */
+ * are fewer column tiles than threads; B^T is read in place, one column
+ * of B contiguous along k (ldb 1) is taken as B^T, other columns of B are
+ * transposed first. Each on every context (run_case takes them in turn),
+ * with padded and tight leading dimensions. */
 static void narrow_b_cases(void)
 {
     static const struct {
@@ -621,6 +622,7 @@ static void narrow_b_cases(void)
     } cases[] = {
         {'N', 'T', 1001, 1, 100, 100}, {'N', 'T', 300, 3, 65, 70}, {'N', 'T', 97, 15, 31, 31},
         {'N', 'N', 999, 1, 65, 1},     {'N', 'N', 130, 1, 17, 3},  {'N', 'T', 64, 1, 768, 768},
+        {'N', 'N', 300, 3, 65, 5},     {'N', 'N', 97, 15, 31, 17}, {'N', 'N', 17, 7, 768, 7},
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         for (int rep = 0; rep < N_CTX; rep++) {
@@ -631,6 +633,13 @@ static void narrow_b_cases(void)
             gc.nan_c = gc.beta == 0.0f;
             run_case(&gc);
         }
+    /* A batch: each matrix's B transposed into its task's scratch. */
+    for (int rep = 0; rep < N_CTX; rep++) {
+        gemm_case gc = gemm_case_tight('N', 'N', 40, 5, 100, 1.0f, 0.0f);
+        gemm_case_batch(&gc, 7, 3);
+        gc.nan_c = true;
+        run_case(&gc);
+    }
 }
 
 /* Plans split along M over threads share one packed B per (jc, pc) block

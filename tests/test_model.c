@@ -183,12 +183,23 @@ static void planner_invariants(void)
         CHECK(worse == 0, "DP covers for nv %d: %d lengths not optimal", nv, worse);
     }
 
-    int bad_cover = 0, bad_kernel = 0, bad_split = 0, bad_balance = 0, bad_order = 0;
+    int bad_cover = 0, bad_kernel = 0, bad_split = 0, bad_balance = 0, bad_order = 0, dots = 0;
     for (int64_t M = 0; M <= 1000; M++) {
         for (int threads = 1; threads <= 3; threads++) {
             gemm_shape s = {.M = M, .N = M % 3 == 0 ? 5 + M % 11 : 100 + M % 7, .K = 64};
             gemm_plan p;
             plan_gemm(&m, &s, threads, &p);
+            if (p.dot) {
+                /* Narrow op(B): dot tiles, the bounds over row or column tiles. */
+                int64_t units = p.split == 'M' ? (M + p.dot_mr - 1) / p.dot_mr : p.npanels;
+                bool ok = s.N < p.vec && p.threads >= 1 && p.threads <= threads &&
+                          p.bounds[0] == 0 && p.bounds[p.threads] == units;
+                for (int t = 0; t < p.threads; t++)
+                    ok = ok && p.bounds[t] < p.bounds[t + 1];
+                bad_split += !ok;
+                dots++;
+                continue;
+            }
             int64_t rows = 0;
             for (int i = 0; i < p.nruns; i++) {
                 rows += p.runs[i].mr * p.runs[i].count;
@@ -219,6 +230,7 @@ static void planner_invariants(void)
     CHECK(bad_order == 0, "row runs go tallest first, one per height (%d out of order)",
           bad_order);
     CHECK(bad_split == 0, "thread bounds partition the work (%d bad)", bad_split);
+    CHECK(dots > 0, "narrow B ran dot tiles in some of these (%d)", dots);
     CHECK(bad_balance == 0, "thread shares are balanced (%d unbalanced)", bad_balance);
 
     /* Column blocks are even: the last is short of the others by fewer

@@ -213,9 +213,13 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                s->M > 0 && s->N > 0 ? ": C = beta C" : "");
         return;
     }
-    if (p->dot)
+    if (p->dot && s->transb)
         printf("plan      dot-product path: A and B^T read in place, nothing packed; "
                "%d x %d tiles\n", p->dot_mr, p->dot_nj);
+    else if (p->dot)
+        printf("plan      dot-product path: A read in place, B's %lld column%s transposed "
+               "first into rows of B^T; %d x %d tiles\n", (long long)s->N,
+               s->N == 1 ? "" : "s", p->dot_mr, p->dot_nj);
     else
         printf("plan      packed path: A %s; B %s\n",
                !p->pack_a ? "read in place (too few rows to pay for the copy)"

@@ -353,23 +353,38 @@ static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix
         }
 }
 
-/* Dot-product plans: rows [m0, m1) and columns [n0, n1), in tiles of
- * dot_nj rows of B^T, each reused from cache by every tile of dot_mr rows
- * of A; both read in place, remainders by the exact smaller members. */
+/* One dot-product tile: rows i.. of A times rows j.. of B^T. */
+static void run_dot_tile(const gemm_call *c, const gemm_plan *p, int64_t i, int64_t m1,
+                         int64_t j, int64_t n1, ukernel_args *args)
+{
+    args->m = (int)min64(p->dot_mr, m1 - i);
+    args->n = (int)min64(p->dot_nj, n1 - j);
+    args->a = c->A + i * c->a_rs;
+    args->b = c->B + j * c->b_cs;
+    args->c = c->C + i * c->ldc + j;
+    ukernel_dot_lookup(p->isa, args->m, args->n)(args);
+}
+
+/* Dot-product plans: rows [m0, m1) and columns [n0, n1) in tiles of
+ * dot_mr rows of A and dot_nj rows of B^T, both read in place, remainders
+ * by the exact smaller members. The larger operand is read once, its
+ * tiles outermost, and the smaller is reused from cache: a few rows of A
+ * against a wide B^T (decoding a token), or a tall A against a few rows
+ * of B^T (a matrix times a few vectors: with columns outermost, 1000 x 10
+ * x 1000 read all of A once per column tile). */
 static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, int64_t m1,
                           int64_t n0, int64_t n1)
 {
     ukernel_args args = {.k = c->K, .a_rs = c->a_rs, .a_cs = 1, .b_rs = c->b_cs,
                          .ldc = c->ldc, .alpha = c->alpha, .beta = c->beta};
-    for (int64_t j = n0; j < n1; j += p->dot_nj) {
-        args.n = (int)min64(p->dot_nj, n1 - j);
-        args.b = c->B + j * c->b_cs;
-        for (int64_t i = m0; i < m1; i += p->dot_mr) {
-            args.m = (int)min64(p->dot_mr, m1 - i);
-            args.a = c->A + i * c->a_rs;
-            args.c = c->C + i * c->ldc + j;
-            ukernel_dot_lookup(p->isa, args.m, args.n)(&args);
-        }
+    if (m1 - m0 > n1 - n0) {
+        for (int64_t i = m0; i < m1; i += p->dot_mr)
+            for (int64_t j = n0; j < n1; j += p->dot_nj)
+                run_dot_tile(c, p, i, m1, j, n1, &args);
+    } else {
+        for (int64_t j = n0; j < n1; j += p->dot_nj)
+            for (int64_t i = m0; i < m1; i += p->dot_mr)
+                run_dot_tile(c, p, i, m1, j, n1, &args);
     }
 }
 
@@ -380,6 +395,21 @@ static gemm_call batch_entry(const gemm_job *job, int64_t i)
     c.B += i * job->stride_b;
     c.C += i * job->stride_c;
     return c;
+}
+
+/* op(B)'s N columns as N rows of K floats, 16 k steps at a time: the
+ * rows of B read stay in L1 while each output row gets a line of them
+ * (column by column, 32x15x3072 read B 15 times; row by row, its stores
+ * 12 KB apart all fell in one L1 set). */
+static void transpose_narrow_b(const gemm_call *c, float *bt)
+{
+    enum { STEPS = 16 };
+    for (int64_t k0 = 0; k0 < c->K; k0 += STEPS) {
+        int64_t k1 = min64(k0 + STEPS, c->K);
+        for (int64_t j = 0; j < c->N; j++)
+            for (int64_t k = k0; k < k1; k++)
+                bt[j * c->K + k] = c->B[k * c->b_rs + j * c->b_cs];
+    }
 }
 
 /* Runs the plan's share `t` of one matrix. */
@@ -396,7 +426,18 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
             n0 = p->bounds[t] * p->dot_nj;
             n1 = min64(c->N, p->bounds[t + 1] * p->dot_nj);
         }
-        run_dot_share(c, p, m0, m1, n0, n1);
+        if (c->b_rs == 1) {
+            run_dot_share(c, p, m0, m1, n0, n1);
+            return;
+        }
+        /* A few columns of B not contiguous along k: their transpose, a
+         * few rows of K, into this task's scratch first (dot_b_floats). */
+        gemm_call with_bt = *c;
+        transpose_narrow_b(c, b_buf);
+        with_bt.B = b_buf;
+        with_bt.b_rs = 1;
+        with_bt.b_cs = c->K;
+        run_dot_share(&with_bt, p, m0, m1, n0, n1);
         return;
     }
     if (p->split == 'M') {
@@ -524,6 +565,10 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
     bool b_scratch = !call->packed && !plan->dot;
     int64_t b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
+    /* Dot tiles read rows of B^T; columns of B not contiguous along k are
+     * transposed into each task's scratch (narrow op(B), run_plan_share). */
+    if (plan->dot && call->b_rs != 1)
+        b_floats = round_up(call->N * call->K, 16);
     /* A shared-B run that reads B in place keeps one panel per task
      * (own_panel) and shares nothing; one that packs B shares two blocks. */
     job.own_panels = job.shared_b && b_scratch && !plan->pack_b;

@@ -278,14 +278,20 @@ int64_t plan_kc(const plan_model *m, int64_t K)
     return even_kc(m->kc, K);
 }
 
-/* Few rows times B^T, or B^T of fewer rows than a vector holds (op(B)
- * narrower than one panel: a matrix times a few vectors): the dot-product
- * tiles read both in place. A panel would fill its vectors with zeros
- * past N: 128x1x768 took 33 us that way, against 4.6 for oneDNN. */
+/* Few rows times B^T: the dot-product tiles read both in place. So does
+ * op(B) narrower than a vector at any M (a matrix times a few vectors),
+ * where a panel would fill most of its lanes with zeros (128x1x768 took
+ * 33 us that way, against 4.6 for oneDNN): B^T read in place, or B
+ * transposed first (ops/gemm.c) where it fills at most half the lanes.
+ * The copy costs about what 32 rows of A do against it, so a panel that
+ * wastes little is kept: 32x15x3072 took 50 us by dot tiles, 45 by one. */
 static bool dot_product_plan(const plan_model *m, const gemm_shape *s)
 {
-    return s->transb && !s->transa && s->prepacked_kc == 0 && s->K >= m->vec && s->N > 0 &&
-           (s->M <= DOT_MAX_M || s->N < m->vec);
+    if (s->transa || s->prepacked_kc > 0 || s->K < m->vec || s->N <= 0)
+        return false;
+    if (s->transb)
+        return s->M <= DOT_MAX_M || s->N < m->vec;
+    return 2 * s->N <= m->vec;
 }
 
 /* Dot-product plans: column tiles split evenly over the threads, or row
