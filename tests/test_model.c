@@ -186,7 +186,9 @@ static void planner_invariants(void)
     int bad_cover = 0, bad_kernel = 0, bad_split = 0, bad_balance = 0, bad_order = 0, dots = 0;
     for (int64_t M = 0; M <= 1000; M++) {
         for (int threads = 1; threads <= 3; threads++) {
-            gemm_shape s = {.M = M, .N = M % 3 == 0 ? 5 + M % 11 : 100 + M % 7, .K = 64};
+            /* N narrow (1-2: dot tiles on any ISA), about a vector, or wide. */
+            int64_t N = M % 3 == 0 ? 5 + M % 11 : M % 3 == 1 ? 100 + M % 7 : 1 + M % 2;
+            gemm_shape s = {.M = M, .N = N, .K = 64};
             gemm_plan p;
             plan_gemm(&m, &s, threads, &p);
             if (p.dot) {
