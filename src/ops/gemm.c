@@ -431,7 +431,8 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
             return;
         }
         /* A few columns of B not contiguous along k: their transpose, a
-         * few rows of K, into this task's scratch first (dot_b_floats). */
+         * few rows of K, into this task's scratch first (op_sgemm_plan
+         * sizes it). */
         gemm_call with_bt = *c;
         transpose_narrow_b(c, b_buf);
         with_bt.B = b_buf;
