@@ -194,6 +194,11 @@ static int explain(tessel_ctx *ctx, const explain_args *g)
     printf("explain   gemm M %lld, N %lld, K %lld, trans %c%c, context of %d threads\n",
            (long long)g->p.M, (long long)g->p.N, (long long)g->p.K, g->p.transa, g->p.transb,
            tessel_ctx_threads(ctx));
+    gemm_call tiny = {.M = g->p.M, .N = g->p.N, .K = g->p.K};
+    if (op_sgemm_is_direct(&tiny, 1))
+        printf("direct    at most 64 multiply-adds: the call runs the plain loop "
+               "(ops/gemm_direct.c), no plan; the measured time below is that loop's, the "
+               "plan what the planner would make\n");
     explain_print_hardware(m);
     explain_print_candidates(m, &plan);
     explain_print_blocking(m, &plan, &shape);
