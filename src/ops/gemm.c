@@ -148,8 +148,9 @@ static void pack_b_by_rows(const gemm_call *c, const gemm_plan *p, const b_block
 
 /* Prepares B panel jr of the block: packs it into b_buf, unless the
  * pre-packed weights hold it, or it is a full panel left in place (rows
- * of op(B) contiguous) or to the first row tile to pack (first_use). A masked last panel is always packed, so that the
- * ukernel's full-width loads stay inside B. */
+ * of op(B) contiguous) or to the first row tile to pack (first_use). A
+ * masked last panel is always packed, so that the ukernel's full-width
+ * loads stay inside B. */
 static void prepare_b_panel(const gemm_call *c, const gemm_plan *p, const b_block *blk,
                             int64_t jr, bool first_use, float *b_buf)
 {
