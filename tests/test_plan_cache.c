@@ -31,22 +31,35 @@
 
 static plan_model model; /* this machine's */
 
-/* Equal plans: every byte but the array entries past the counts (runs past
- * nruns, bounds past threads), which a hit does not copy. plan_gemm clears
- * a plan before filling it, so padding compares equal too. */
-static bool plans_equal(const gemm_plan *a, const gemm_plan *b)
+/* The byte ranges of plan a that two plans must agree on: every byte but
+ * the array entries past the counts (runs past nruns, bounds past
+ * threads), which a hit does not copy. plan_gemm clears a plan before
+ * filling it, so padding compares equal too. Returns the ranges' number,
+ * 0 if a's counts are out of range. */
+enum { PLAN_RANGES = 3 };
+static int compared_ranges(const gemm_plan *a, size_t from[PLAN_RANGES], size_t to[PLAN_RANGES])
 {
-    const char *x = (const char *)a, *y = (const char *)b;
-    size_t runs_at = offsetof(gemm_plan, runs), runs_end = runs_at + sizeof a->runs;
-    size_t bounds_at = offsetof(gemm_plan, bounds), bounds_end = bounds_at + sizeof a->bounds;
-    if (memcmp(x, y, runs_at) != 0 || memcmp(x + runs_end, y + runs_end, bounds_at - runs_end) ||
-        memcmp(x + bounds_end, y + bounds_end, sizeof *a - bounds_end) != 0)
-        return false;
     if (a->threads < 0 || a->threads > PLAN_MAX_THREADS || a->nruns < 0 ||
         a->nruns > PLAN_MAX_RUNS)
-        return false;
-    return memcmp(a->bounds, b->bounds, sizeof(int64_t) * (size_t)(a->threads + 1)) == 0 &&
-           memcmp(a->runs, b->runs, sizeof(plan_run) * (size_t)a->nruns) == 0;
+        return 0;
+    size_t runs_at = offsetof(gemm_plan, runs), bounds_at = offsetof(gemm_plan, bounds);
+    from[0] = 0;
+    to[0] = runs_at + sizeof(plan_run) * (size_t)a->nruns;
+    from[1] = runs_at + sizeof a->runs;
+    to[1] = bounds_at + sizeof(int64_t) * (size_t)(a->threads + 1);
+    from[2] = bounds_at + sizeof a->bounds;
+    to[2] = sizeof *a;
+    return PLAN_RANGES;
+}
+
+static bool plans_equal(const gemm_plan *a, const gemm_plan *b)
+{
+    size_t from[PLAN_RANGES], to[PLAN_RANGES];
+    int n = compared_ranges(a, from, to);
+    for (int r = 0; r < n; r++)
+        if (memcmp((const char *)a + from[r], (const char *)b + from[r], to[r] - from[r]) != 0)
+            return false;
+    return n > 0;
 }
 
 static gemm_shape shape_of(int64_t M, int64_t N, int64_t K, bool transa, bool transb,
@@ -333,19 +346,17 @@ typedef struct {
     long first_wrong_byte; /* of the first wrong hit: where it differs */
 } hammer_worker;
 
-/* The first byte at which two plans differ where plans_equal looks (runs
- * and bounds only as far as they are used), or -1. */
+/* The first byte at which two plans differ where plans_equal looks, or
+ * -1 (also when a's counts are out of range). */
 static long first_difference(const gemm_plan *a, const gemm_plan *b)
 {
     const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
-    size_t runs_used = offsetof(gemm_plan, runs) + sizeof(plan_run) * (size_t)a->nruns;
-    size_t bounds_used = offsetof(gemm_plan, bounds) + sizeof(int64_t) * (size_t)(a->threads + 1);
-    for (size_t i = 0; i < sizeof *a; i++) {
-        bool in_runs = i >= runs_used && i < offsetof(gemm_plan, runs) + sizeof a->runs;
-        bool in_bounds = i >= bounds_used && i < offsetof(gemm_plan, bounds) + sizeof a->bounds;
-        if (!in_runs && !in_bounds && x[i] != y[i])
-            return (long)i;
-    }
+    size_t from[PLAN_RANGES], to[PLAN_RANGES];
+    int n = compared_ranges(a, from, to);
+    for (int r = 0; r < n; r++)
+        for (size_t i = from[r]; i < to[r]; i++)
+            if (x[i] != y[i])
+                return (long)i;
     return -1;
 }
 
