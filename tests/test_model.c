@@ -108,6 +108,49 @@ static void zen4_by_hand(void)
 #endif
 }
 
+/* The model counts whole FMA units, so the probe's noise does not reach
+ * the plans: a probe of this machine's kind that read a clock-dropped
+ * 1.4 FMAs a cycle, latency 3.85, builds the same model as one that read
+ * 2 and 4, to the byte of every table the planner reads. A one-pipe core
+ * stays one pipe, and an emulated probe (a fraction of an FMA a cycle,
+ * tens of cycles) takes latency times rate as the FMAs in flight. */
+static void whole_fma_units(void)
+{
+#if defined(__x86_64__)
+    hw_profile clean, noisy;
+    CHECK(hw_profile_preset(&clean, "zen4") == 0, "zen4 preset exists");
+    clean.fma_per_cycle = 2.0;
+    clean.fma_latency_cycles = 4.0;
+    noisy = clean;
+    noisy.fma_per_cycle = 1.4;
+    noisy.fma_latency_cycles = 3.85;
+    plan_model a, b;
+    CHECK(plan_model_init(&a, &clean) == 0 && plan_model_init(&b, &noisy) == 0,
+          "both models build");
+    CHECK(b.hw.fma_per_cycle == 2.0 && b.hw.fma_latency_cycles == 4.0,
+          "1.4 FMAs a cycle, latency 3.85: counted as %g pipes, latency %g",
+          b.hw.fma_per_cycle, b.hw.fma_latency_cycles);
+    CHECK(memcmp(a.tile_cycles, b.tile_cycles, sizeof a.tile_cycles) == 0 &&
+              memcmp(a.bulk_mr, b.bulk_mr, sizeof a.bulk_mr) == 0 &&
+              memcmp(a.dp_first, b.dp_first, sizeof a.dp_first) == 0 && a.mr == b.mr &&
+              a.nv == b.nv && a.kc == b.kc && a.nc == b.nc && a.dot_mr == b.dot_mr &&
+              a.dot_nj == b.dot_nj,
+          "the noisy probe's model plans as the clean one's");
+    noisy.fma_per_cycle = 1.04; /* one pipe, a little timing noise */
+    noisy.fma_latency_cycles = 4.1;
+    CHECK(plan_model_init(&b, &noisy) == 0 && b.hw.fma_per_cycle == 1.0 &&
+              b.hw.fma_latency_cycles == 4.0,
+          "1.04 FMAs a cycle, latency 4.1: %g pipes, latency %g", b.hw.fma_per_cycle,
+          b.hw.fma_latency_cycles);
+    noisy.fma_per_cycle = 0.05; /* emulated */
+    noisy.fma_latency_cycles = 40.0;
+    CHECK(plan_model_init(&b, &noisy) == 0 && b.hw.fma_per_cycle == 1.0 &&
+              b.hw.fma_latency_cycles == 2.0 && b.mr > 0,
+          "emulated 0.05 FMAs a cycle, latency 40: %g pipes, latency %g, main tile %dx%d",
+          b.hw.fma_per_cycle, b.hw.fma_latency_cycles, b.mr, b.nv);
+#endif
+}
+
 /* Hand computation, avx2-16 preset (8 floats, 16 registers; L1 32 KiB
  * 8-way = 64 sets; L2 256 KiB 4-way, 65536 B a way; L3 8 MiB 16-way
  * shared by 8; FMA latency 5, 2 FMAs per cycle):
@@ -323,6 +366,7 @@ static void planner_invariants(void)
 void suite_model(void)
 {
     zen4_by_hand();
+    whole_fma_units();
     avx2_by_hand();
     planner_invariants();
 }

@@ -67,7 +67,6 @@ typedef struct plan_model {
      * what a plan gets when it is given another width. */
     int64_t kc_for[UK_MAX_NV + 1], nc_for[UK_MAX_NV + 1];
     int64_t l2_bytes;        /* one core's L2 */
-    double cycles_per_second;
     double pack_bytes_per_second;
     /* Cycles per k step of an (mr, nv) tile; 0 where no ukernel is built. */
     double tile_cycles[UK_MAX_NV + 1][UK_MAX_MR + 1];
