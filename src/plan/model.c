@@ -20,22 +20,23 @@ static const double CALL_CYCLES = 30.0;
 /* Used where the profile was not measured. */
 static const double DEFAULT_PACK_GBS = 20.0;
 
-/* The model counts what the hardware has: whole FMA pipes, and whole
- * FMAs in flight to hide the latency. The probe's figures are timings
- * against the clock of an integer chain, and move from one process to
- * the next: 1.9-2.05 FMAs a cycle here, but 1.36-1.45 in 3 of 60
- * processes, where dense AVX-512 ran at a lower clock than the chain for
- * the whole probe while the dependent FMAs (latency 3.85) did not. So a
- * pipe is counted from a quarter of one up (a core never issues more
- * than it has, so a one-pipe core reads at most 1), and the FMAs in
- * flight are the whole latency times the pipes. Under emulation neither
- * is a core's figure (a fraction of an FMA a cycle against tens of
- * cycles of latency, which rejected every tile); there latency times
- * rate, a ratio of two FMA timings in which the clock cancels, stands
- * in. On the raw figures a shape's plan changed from one process to the
- * next: the calibrated model, its per-tile scales fitted against one
- * probe's tile times, planned 17 of 140 bert-base and dietcode shapes
- * differently in two runs at 1 thread, 16x16 tiles among them. */
+/* The model counts what the hardware has: whole FMA pipes, and whole FMAs
+ * in flight to hide the latency. The probe's figures are timings against
+ * the clock of an integer chain, and move from one process to the next:
+ * 1.74-2.03 FMAs a cycle here, but 1.42 in 1 of 80 processes on a quiet
+ * machine, and 1.36-1.45 in 3 of 60 while an emulator kept the other vCPU
+ * busy (a thread sharing the core's FMA ports, or a lower AVX-512 clock,
+ * for the whole probe; the dependent FMAs read 3.85-3.9 cycles meanwhile).
+ * So a pipe is counted from a quarter of one up (a core never issues more
+ * than it has, so a one-pipe core reads at most 1), and the FMAs in flight
+ * are the whole latency times the pipes. Under emulation neither is a
+ * core's figure (a fraction of an FMA a cycle against tens of cycles of
+ * latency, which rejected every tile); there latency times rate, a ratio of
+ * two FMA timings in which the clock cancels, stands in. On the raw figures
+ * a shape's plan changed from one process to the next: the calibrated
+ * model, its per-tile scales fitted against one probe's tile times, planned
+ * 17 of 140 bert-base and dietcode shapes differently in two runs at 1
+ * thread, 16x16 tiles among them. */
 static void count_whole_fma_units(hw_profile *hw)
 {
     double rate = hw->fma_per_cycle, latency = hw->fma_latency_cycles;

@@ -326,9 +326,9 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
 
 /* The clock the rules count cycles at: the cost model's, which is the
  * calibration's where there is one. The context's own probe reads
- * 2.18-2.36 GHz from one process to the next here, enough to turn the
- * rules' packing and split choices on 511 x 768 x 768 and 1600 x 3072 x
- * 768 at 2 threads. */
+ * 2.18-2.36 GHz from one process to the next here (and 2.8-3.0 an hour
+ * later), enough to turn the rules' packing and split choices on 511 x
+ * 768 x 768 and 1600 x 3072 x 768 at 2 threads. */
 static double clock_hz(const plan_model *m)
 {
     return m->cost.ghz * 1e9;
