@@ -54,6 +54,28 @@ static void zen4_by_hand(void)
     CHECK(!p.pack_a, "4 rows of A are read in place");
     plan_gemm(&m, &narrow, 1, &p);
     CHECK(!p.pack_a, "rows of A used by 2 panels are read in place");
+    /* A few rows reading B in place take the widest tile where the
+     * rules' tile keeps no more FMAs in flight than the latency needs (4
+     * here: 2 rows of 2 vectors) and B's rows spread over the L1 sets (768
+     * columns: 4 groups of 64 sets); not where they all land on the same
+     * sets (3072 columns), not for more rows, not for B^T (packed). */
+    gemm_shape few = {.M = 2, .N = 768, .K = 768};
+    plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);
+    CHECK(p.nv == UK_MAX_NV && p.ntiles == 1 && !p.pack_b, "2x768x768: %d vectors wide",
+          p.nv);
+    few.N = 3072;
+    plan_gemm_choice(&m, &few, 2, &(plan_choice){0}, &p);
+    CHECK(p.nv == m.nv, "2x3072x768: %d vectors wide", p.nv);
+    few.N = 2304;
+    plan_gemm_choice(&m, &few, 2, &(plan_choice){0}, &p);
+    CHECK(p.nv == UK_MAX_NV, "2x2304x768: %d vectors wide", p.nv);
+    few.M = 3;
+    plan_gemm_choice(&m, &few, 2, &(plan_choice){0}, &p);
+    CHECK(p.nv == m.nv, "3x2304x768: %d vectors wide", p.nv);
+    few.M = 2;
+    few.transb = true;
+    plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);
+    CHECK(p.nv == m.nv, "2x2304x768, B^T: %d vectors wide", p.nv);
     /* Dot tile: 32 registers allow mr * nj + mr + nj <= 32; rule 1 wants
      * mr * nj >= 4; FMAs per load mr nj / (mr + nj) peaks at 4 x 5 (2.22). */
     CHECK(m.dot_mr == 4 && m.dot_nj == 5, "zen4 dot tile %dx%d", m.dot_mr, m.dot_nj);
