@@ -41,6 +41,11 @@ static void zen4_by_hand(void)
 #if defined(__x86_64__)
     plan_model m;
     CHECK(plan_model_init(&m, &hw) == 0, "zen4 model builds");
+    /* 64 sets of 64-byte lines: rows 48 lines apart touch 4 groups of
+     * sets, 96 lines 2, 192 lines 1; rows not whole lines apart, all 64. */
+    CHECK(model_row_set_groups(&m, 768 * 4) == 4 && model_row_set_groups(&m, 1536 * 4) == 2 &&
+              model_row_set_groups(&m, 3072 * 4) == 1 && model_row_set_groups(&m, 100 * 4) == 64,
+          "L1 set groups of rows 768, 1536, 3072, 100 floats apart");
     CHECK(m.mr == 14 && m.nv == 2 && m.nr == 32, "zen4 tile %dx%d", m.mr, m.nr);
     CHECK(m.kc == 128, "zen4 kc %lld", (long long)m.kc);
     CHECK(m.nc == 1536, "zen4 nc %lld", (long long)m.nc);

@@ -340,6 +340,30 @@ static double peak_flops(const plan_model *m)
     return clock_hz(m) * m->hw.fma_per_cycle * 2.0 * m->vec;
 }
 
+/* A few rows reading B in place (a few tokens through a layer) take the
+ * widest tile where the rules' tile keeps no more FMAs in flight than the
+ * latency needs (rows x 2 vectors of chains against latency 4 x 2 pipes
+ * here: up to 4 rows) and B's rows, N floats apart as the shape has them (a
+ * caller's ldb is not part of a plan's key), spread over the L1 sets: the
+ * wider tile doubles the chains and reads whole pairs of lines a row.
+ * `compare-short-tile-64-wide.md`, oneDNN / tessel new over old at 1 and 2
+ * threads: the attention output (768 x 768) at 1-8 rows 1.04 / 1.25, its
+ * 1-4 row shapes 1.04-1.09 / 1.13-1.23; QKV and FFN-down level (1.00-1.01),
+ * their 1-4 row shapes 0.97-1.06 / 0.94-1.07. At 5-6 rows the 32-wide tile
+ * hides the latency, and an earlier form of the rule that took them went
+ * 0.88-0.98 on 768 x 3072. Where B's rows fall on one or two set groups the
+ * wider tile's lines of the coming rows evict each other (time 64 / 32
+ * wide, 1 and 2 threads: 1-6 x 3072 x 768 1.00-1.14 / 0.92-1.16, 3 x 1024 x
+ * 768 1.09 / 1.45, 3 x 2560 x 768 1.03 / 1.02). */
+static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
+{
+    double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
+    return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv &&
+           m->bulk_mr[UK_MAX_NV] > 0 && s->M <= m->bulk_mr[UK_MAX_NV] &&
+           (double)(s->M * m->nv) <= in_flight && s->N >= UK_MAX_NV * m->vec &&
+           model_row_set_groups(m, s->N * (int64_t)sizeof(float)) >= 4;
+}
+
 /* The main tile width a choice asks for, if the family has a usable tile
  * of it; a pre-packed B fixes the width it was packed with. N a little
  * wider than the model's panel, not a multiple of it and within the
@@ -356,54 +380,6 @@ static double peak_flops(const plan_model *m)
  * in a round before). N = 64, two full panels of 32 or one of 64, went
  * either way by up to 9% from one spell of the machine to the next, and
  * stays with the model. */
-/* Greatest common divisor, for the L1 sets a strided walk touches. */
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b != 0) {
-        int64_t r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
-/* How many L1 set groups successive rows of B, N floats apart (the
- * shape's stride; a caller's larger ldb is not part of the plan's key),
- * fall into: 4 for 768 or 2304 columns on 64 sets of 64-byte lines, 1 for
- * 1024 or 3072, whose rows all land on the same sets. */
-static int64_t row_set_groups(const plan_model *m, int64_t N)
-{
-    hw_cache l1 = model_l1(m);
-    int64_t sets = l1.size_bytes / ((int64_t)l1.ways * l1.line_bytes);
-    int64_t stride = N * (int64_t)sizeof(float);
-    if (sets <= 0 || stride % l1.line_bytes != 0)
-        return sets > 0 ? sets : 1;
-    return sets / gcd64(stride / l1.line_bytes, sets);
-}
-
-/* A few rows reading B in place (a few tokens through a layer) take the
- * widest tile where the rules' tile keeps no more FMAs in flight than the
- * latency needs (rows x 2 vectors of chains against latency 4 x 2 pipes
- * here: up to 4 rows) and B's rows spread over the L1 sets: the wider tile
- * doubles the chains and reads whole pairs of lines a row.
- * `compare-short-tile-64- wide.md`, oneDNN / tessel new over old at 1 and 2
- * threads: the attention output (768 x 768) at 1-8 rows 1.04 / 1.25, its
- * 1-4 row shapes 1.04-1.09 / 1.13-1.23; QKV and FFN-down level (1.00-1.01),
- * their 1-4 row shapes 0.97-1.06 / 0.94-1.07. At 5-6 rows the 32-wide tile
- * hides the latency, and an earlier form of the rule that took them went
- * 0.88-0.98 on 768 x 3072. Where B's rows fall on one or two set groups the
- * wider tile's lines of the coming rows evict each other (time 64 / 32
- * wide, 1 and 2 threads: 1-6 x 3072 x 768 1.00-1.14 / 0.92-1.16, 3 x 1024 x
- * 768 1.09 / 1.45, 3 x 2560 x 768 1.03 / 1.02). */
-static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
-{
-    double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
-    return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv &&
-           m->bulk_mr[UK_MAX_NV] > 0 && s->M <= m->bulk_mr[UK_MAX_NV] &&
-           (double)(s->M * m->nv) <= in_flight && s->N >= UK_MAX_NV * m->vec &&
-           row_set_groups(m, s->N) >= 4;
-}
-
 static int choose_width(const plan_model *m, const gemm_shape *s, const plan_choice *c,
                         int threads)
 {
