@@ -81,6 +81,28 @@ static void zen4_by_hand(void)
     few.transb = true;
     plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);
     CHECK(p.nv == m.nv, "2x2304x768, B^T: %d vectors wide", p.nv);
+    /* B exactly one panel of the widest tile (attention's P V) is that
+     * panel, read in place, whatever M, and a calibrated planner may
+     * neither pack it nor narrow it; not for B^T. Its rows are prefetched
+     * 8 ahead (4 lines each), a 32-wide tile's 16 (2 lines each). */
+    gemm_shape pv_shape = {.M = 128, .N = UK_MAX_NV * m.vec, .K = 128};
+    for (int64_t rows = 17; rows <= 512; rows *= 3) {
+        pv_shape.M = pv_shape.K = rows;
+        plan_gemm_choice(&m, &pv_shape, 1, &(plan_choice){0}, &p);
+        CHECK(p.nv == UK_MAX_NV && p.npanels == 1 && !p.pack_b && p.b_prefetch == 8,
+              "%lldx64x%lld: %d vectors wide, B %s, prefetch %d rows", (long long)rows,
+              (long long)rows, p.nv, p.pack_b ? "packed" : "in place", p.b_prefetch);
+        CHECK(!plan_variant_admissible(&m, &pv_shape, &p, &(plan_choice){.pack_b = PLAN_B_PACKED}) &&
+                  !plan_variant_admissible(&m, &pv_shape, &p, &(plan_choice){.nv = m.nv}),
+              "%lldx64x%lld: no packed or narrower variant", (long long)rows, (long long)rows);
+    }
+    pv_shape.transb = true;
+    plan_gemm_choice(&m, &pv_shape, 1, &(plan_choice){0}, &p);
+    CHECK(p.nv != UK_MAX_NV || p.pack_b, "B^T of 64 columns is not read in place 64 wide");
+    plan_gemm_choice(&m, &(gemm_shape){.M = 64, .N = 768, .K = 768}, 1,
+                     &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
+    CHECK(p.nv == m.nv && p.b_prefetch == 16, "32 wide in place: prefetch %d rows",
+          p.b_prefetch);
     /* Dot tile: 32 registers allow mr * nj + mr + nj <= 32; rule 1 wants
      * mr * nj >= 4; FMAs per load mr nj / (mr + nj) peaks at 4 x 5 (2.22). */
     CHECK(m.dot_mr == 4 && m.dot_nj == 5, "zen4 dot tile %dx%d", m.dot_mr, m.dot_nj);

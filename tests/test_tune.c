@@ -296,7 +296,7 @@ static void check_calibrated_choice(void)
         plan_gemm_choice(m, &s, 2, &variants[i], &p);
         if (rules.pack_b && !p.pack_b && variants[i].kc <= m->kc)
             in_place_cheaper = in_place_cheaper || p.predicted_seconds < best.predicted_seconds;
-        if (plan_variant_admissible(m, &rules, &variants[i]))
+        if (plan_variant_admissible(m, &s, &rules, &variants[i]))
             cheapest = cheapest && 0.95 * best.predicted_seconds <= p.predicted_seconds;
     }
     CHECK(cheapest, "no variant of %d is predicted 5%% cheaper than the calibrated plan", n);
@@ -362,7 +362,7 @@ static void check_variant_margin(void)
             double cheapest = rules.predicted_seconds;
             for (int i = 1; i < n; i++) {
                 plan_gemm_choice(m, &s, 2, &variants[i], &v);
-                if (plan_variant_admissible(m, &rules, &variants[i]) &&
+                if (plan_variant_admissible(m, &s, &rules, &variants[i]) &&
                     v.predicted_seconds < cheapest)
                     cheapest = v.predicted_seconds;
             }

@@ -177,8 +177,10 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
  * plan `rules` (the one made from the all-zero choice): not the rules'
  * choice again, and none of what its fitted weights misjudge (the doubled
  * kc, reading in place B the rules pack, another width for one row tile
- * reading B in place; plan_gemm.c says why). */
-bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules, const plan_choice *v);
+ * reading B in place, packing or narrowing B that is one widest panel;
+ * plan_gemm.c says why). */
+bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gemm_plan *rules,
+                             const plan_choice *v);
 
 /* The plan for one choice; knobs that do not apply to the shape (packing
  * B^T in place, a width other than a pre-packed B's, a dot plan) fall back

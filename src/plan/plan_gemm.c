@@ -46,7 +46,14 @@ static const int64_t WHOLE_K_MAX_PANELS = 2;
  * row and misses the TLB: 3072 rows took 1.13-1.41x the rules' time
  * (1x768x3072, 8x768x3072). */
 static const int64_t ONE_TILE_WHOLE_K_MAX_ROWS = 768;
-static const int IN_PLACE_PREFETCH_ROWS = 16;
+/* B read in place is prefetched this many cache lines ahead: the rows
+ * ahead times the lines a tile reads of each row (nv vectors of 64
+ * bytes). Time 8 / 16 rows ahead, 1 thread: 64-wide tiles, 64 x 1024 x
+ * 768 0.97, 64 x 3072 x 768 0.92 (4 rows: 0.92, 0.94); 32-wide, 64 x
+ * 3072 x 768 0.96, 64 x 768 x 768 0.99. Sixteen rows of 4 lines kept
+ * more misses in flight than the L1 tracks. */
+static const int IN_PLACE_PREFETCH_LINES = 32;
+static const int IN_PLACE_PREFETCH_MAX_ROWS = 16;
 /* Row tiles a thread from which a split along M of B read in place is
  * charged no ragged end (see the split below). */
 static const int64_t IN_PLACE_M_MIN_TILES = 2;
@@ -380,6 +387,23 @@ static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
  * in a round before). N = 64, two full panels of 32 or one of 64, went
  * either way by up to 9% from one spell of the machine to the next, and
  * stays with the model. */
+/* Whether op(B) is exactly one panel of the widest tile (64 columns on
+ * AVX-512: attention's P V), to be read in place. A row of such B is
+ * the panel's row (taking ldb as N, as plans are keyed), so packing would
+ * copy it unchanged, and one wide tile reads each element of A once
+ * where two panels of 32 read it twice. Time 64 / 32 wide, both in place,
+ * 12 matrices of M x 64 x M, 1 thread: M = 17, 43, 81, 128, 256, 512:
+ * 0.97, 0.97, 0.97, 0.95, 0.94, 0.93; against 32 wide with B packed, M =
+ * 17, 24, 43, 62: 0.90, 0.93, 0.95, 0.96. Packed, the 64-wide tile lost
+ * (1.04-1.08 the time of 32 wide packed). This held once the software
+ * prefetch of B's rows was left out where they lie close together
+ * (ops/gemm.c); before, 64 against 32 wide went either way. */
+static bool one_widest_panel(const plan_model *m, const gemm_shape *s)
+{
+    return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv &&
+           m->bulk_mr[UK_MAX_NV] > 0 && s->N == UK_MAX_NV * m->vec;
+}
+
 static int choose_width(const plan_model *m, const gemm_shape *s, const plan_choice *c,
                         int threads)
 {
@@ -390,7 +414,7 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
     if (one_panel > m->nv && one_panel <= UK_MAX_NV && m->bulk_mr[one_panel] > 0 &&
         s->N % m->nr != 0 && (threads == 1 || !masked_in_place))
         return (int)one_panel;
-    if (c->nv == 0 && short_tile_goes_wide(m, s))
+    if (c->nv == 0 && (short_tile_goes_wide(m, s) || one_widest_panel(m, s)))
         return UK_MAX_NV;
     if (c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
         return m->nv;
@@ -401,7 +425,7 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
  * op(B) contiguous, not pre-packed), else by the rule of the comment
  * below. */
 static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan_choice *c,
-                            bool small_m)
+                            int nv, bool small_m)
 {
     if (s->transb || s->prepacked_kc > 0)
         return false;
@@ -409,6 +433,8 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
         return true;
     if (c->pack_b == PLAN_B_PACKED)
         return false;
+    if (one_widest_panel(m, s) && nv == UK_MAX_NV)
+        return true;
     /* B is packed by the first row tile as it reads it (ops/gemm.c), so
      * the copy costs little more than its stores. B wider than deep is
      * then worth packing from small M up: time in place / packed, 1 and 2
@@ -501,7 +527,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     /* B with contiguous rows is read in place, its kc x nc block capped to
      * half the L2 since its rows lie far apart, unless copying it is cheap
      * next to the product. Packed weights are already in panels. */
-    p->pack_b = !b_read_in_place(m, s, c, small_m);
+    p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m);
     p->b_from_memory = !s->transb && s->prepacked_kc == 0 &&
                        s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
     if (!p->pack_b && p->b_from_memory) {
@@ -521,8 +547,12 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * 1.00. */
     if (c->nc == 0 && !(p->b_from_memory && !p->pack_b))
         p->nc = even_nc(p->nc, s->N, p->nr);
-    p->b_prefetch = p->pack_b ? PACKED_PREFETCH_BYTES / (p->nr * (int)sizeof(float)) + 1
-                              : IN_PLACE_PREFETCH_ROWS;
+    if (p->pack_b)
+        p->b_prefetch = PACKED_PREFETCH_BYTES / (p->nr * (int)sizeof(float)) + 1;
+    else if (IN_PLACE_PREFETCH_LINES / p->nv < IN_PLACE_PREFETCH_MAX_ROWS)
+        p->b_prefetch = IN_PLACE_PREFETCH_LINES / p->nv;
+    else
+        p->b_prefetch = IN_PLACE_PREFETCH_MAX_ROWS;
 
     /* Threads: try both splits, keep the one predicted to end first
      * unless the choice names one. The threads of a split along M pack
@@ -623,7 +653,8 @@ bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch)
  * gemm.txt shapes at 2 threads without the margin, 140 and 144 with it. */
 static const double VARIANT_MARGIN = 0.05;
 
-bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules, const plan_choice *v)
+bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gemm_plan *rules,
+                             const plan_choice *v)
 {
     /* A variant that asks for what the rules chose already is the rules'
      * plan: not planned twice. */
@@ -656,7 +687,13 @@ bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules, const 
      * 5% of the best of the top 8 at 2 threads, against 124-128 in three
      * runs with it. */
     bool deeper = v->kc > m->kc;
-    return !(same_b || same_split || unpacks || deeper || (keep_width && v->nv));
+    /* B that is one panel of the widest tile stays that, read in place:
+     * the fitted weights price its copy like any other, not as a copy
+     * that changes nothing, and in a calibration of today they chose it
+     * packed (128x64x128, 1.12x the time) or 48 wide and packed
+     * (512x64x512). */
+    bool whole_rows = one_widest_panel(m, s) && (v->nv || v->pack_b);
+    return !(same_b || same_split || unpacks || deeper || whole_rows || (keep_width && v->nv));
 }
 
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
@@ -674,7 +711,7 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     gemm_plan buffers[2];
     gemm_plan *best = p, *candidate = &buffers[0];
     for (int i = 1; i < n; i++) {
-        if (!plan_variant_admissible(m, p, &variants[i]))
+        if (!plan_variant_admissible(m, s, p, &variants[i]))
             continue;
         plan_gemm_choice(m, s, threads, &variants[i], candidate);
         if (candidate->predicted_seconds < best->predicted_seconds * (1.0 - VARIANT_MARGIN)) {
