@@ -81,21 +81,27 @@ static void zen4_by_hand(void)
     few.transb = true;
     plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);
     CHECK(p.nv == m.nv, "2x2304x768, B^T: %d vectors wide", p.nv);
-    /* B exactly one panel of the widest tile (attention's P V) is that
-     * panel, read in place, whatever M, and a calibrated planner may
-     * neither pack it nor narrow it; not for B^T. Its rows are prefetched
-     * 8 ahead (4 lines each), a 32-wide tile's 16 (2 lines each). */
+    /* B of short rows (64 or 128 columns: attention's P V) is read in
+     * place by the widest tile, whatever M, and a calibrated planner may
+     * neither pack it nor narrow it; not for B^T, nor for rows a
+     * kilobyte long. Its rows are prefetched 8 ahead (4 lines each) where
+     * prefetched at all (ops/gemm.c), a 32-wide tile's 16 (2 lines). */
     gemm_shape pv_shape = {.M = 128, .N = UK_MAX_NV * m.vec, .K = 128};
-    for (int64_t rows = 17; rows <= 512; rows *= 3) {
-        pv_shape.M = pv_shape.K = rows;
-        plan_gemm_choice(&m, &pv_shape, 1, &(plan_choice){0}, &p);
-        CHECK(p.nv == UK_MAX_NV && p.npanels == 1 && !p.pack_b && p.b_prefetch == 8,
-              "%lldx64x%lld: %d vectors wide, B %s, prefetch %d rows", (long long)rows,
-              (long long)rows, p.nv, p.pack_b ? "packed" : "in place", p.b_prefetch);
-        CHECK(!plan_variant_admissible(&m, &pv_shape, &p, &(plan_choice){.pack_b = PLAN_B_PACKED}) &&
-                  !plan_variant_admissible(&m, &pv_shape, &p, &(plan_choice){.nv = m.nv}),
-              "%lldx64x%lld: no packed or narrower variant", (long long)rows, (long long)rows);
-    }
+    for (int64_t n = pv_shape.N; n <= 2 * UK_MAX_NV * m.vec; n += pv_shape.N)
+        for (int64_t rows = 17; rows <= 512; rows *= 3) {
+            gemm_shape sh = {.M = rows, .N = n, .K = rows};
+            plan_gemm_choice(&m, &sh, 1, &(plan_choice){0}, &p);
+            CHECK(p.nv == UK_MAX_NV && !p.pack_b && p.b_prefetch == 8,
+                  "%lldx%lldx%lld: %d vectors wide, B %s, prefetch %d rows", (long long)rows,
+                  (long long)n, (long long)rows, p.nv, p.pack_b ? "packed" : "in place",
+                  p.b_prefetch);
+            CHECK(!plan_variant_admissible(&m, &sh, &p, &(plan_choice){.pack_b = PLAN_B_PACKED}) &&
+                      !plan_variant_admissible(&m, &sh, &p, &(plan_choice){.nv = m.nv}),
+                  "%lldx%lldx%lld: no packed or narrower variant", (long long)rows,
+                  (long long)n, (long long)rows);
+        }
+    plan_gemm_choice(&m, &(gemm_shape){.M = 128, .N = 256, .K = 256}, 1, &(plan_choice){0}, &p);
+    CHECK(p.nv == m.nv, "128x256x256 (rows of a kilobyte): %d vectors wide", p.nv);
     pv_shape.transb = true;
     plan_gemm_choice(&m, &pv_shape, 1, &(plan_choice){0}, &p);
     CHECK(p.nv != UK_MAX_NV || p.pack_b, "B^T of 64 columns is not read in place 64 wide");

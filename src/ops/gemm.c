@@ -170,15 +170,14 @@ static bool panel_from_first_tile(const gemm_call *c, const gemm_plan *p, int co
     return !c->packed && (p->pack_b || cols < p->nr);
 }
 
-/* B read in place whose rows lie this close together is left to the
- * hardware prefetchers, which follow rows that share a page; asking for
- * them again only took load slots. Time without / with the software
- * prefetch, 12 matrices of M x 64 x M (B's rows 256 bytes apart), 64-wide
- * tiles, 1 thread: M = 43, 81, 128, 256: 0.90, 0.90, 0.90-0.93,
- * 0.92-0.93. Rows a kilobyte apart (128 x 256 x 256) were level, and
- * rows 3 KB and more apart lost 4-13% without it. */
-static const int64_t CLOSE_B_ROW_BYTES = 512;
-
+/* B read in place with rows close together (PLAN_CLOSE_B_ROW_BYTES) is
+ * left to the hardware prefetchers; asking for its rows again only took
+ * load slots. Time without / with the software prefetch, 64-wide tiles,
+ * 1 thread: 12 matrices of M x 64 x M (rows 256 bytes apart), M = 43,
+ * 81, 128, 256: 0.90, 0.90, 0.90-0.93, 0.92-0.93; 128 x 128 x 256 (512
+ * bytes) 0.90. 32-wide tiles were level at 256-512 bytes, and lost 3%
+ * without it at a kilobyte (128 x 256 x 256), 9% at 2 KB and 30-40% at
+ * 3 KB and more. */
 /* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide;
  * the first row tile of a block that packs on first use reads full panels
  * in place and leaves them packed in b_buf. */
@@ -189,7 +188,7 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     args->b_rs = panel_width(p, cols);
     args->b_prefetch = p->b_prefetch;
     args->b_copy = NULL;
-    bool rows_close = c->b_rs * (int64_t)sizeof(float) <= CLOSE_B_ROW_BYTES;
+    bool rows_close = c->b_rs * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
     if (first_tile && cols == p->nr && packs_on_first_use(c, p)) {
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;

@@ -22,6 +22,12 @@ enum {
     PLAN_MAX_THREADS = 256
 };
 
+/* Rows of op(B) at most this many bytes apart share a page 8 or more to
+ * the page, and the hardware prefetchers follow them: B so read in place
+ * is not prefetched by the ukernel (ops/gemm.c, from the call's ldb) and
+ * is read by the widest tile (plan_gemm.c, taking ldb as N). */
+enum { PLAN_CLOSE_B_ROW_BYTES = 512 };
+
 /* ---- the model's rules (DESIGN, "Register and cache blocking") ---- */
 
 /* Registers a (mr, nv) tile needs: accumulators, B vectors, one broadcast. */
@@ -177,7 +183,7 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
  * plan `rules` (the one made from the all-zero choice): not the rules'
  * choice again, and none of what its fitted weights misjudge (the doubled
  * kc, reading in place B the rules pack, another width for one row tile
- * reading B in place, packing or narrowing B that is one widest panel;
+ * reading B in place, packing or narrowing B of short rows;
  * plan_gemm.c says why). */
 bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gemm_plan *rules,
                              const plan_choice *v);

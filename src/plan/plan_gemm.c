@@ -387,21 +387,27 @@ static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
  * in a round before). N = 64, two full panels of 32 or one of 64, went
  * either way by up to 9% from one spell of the machine to the next, and
  * stays with the model. */
-/* Whether op(B) is exactly one panel of the widest tile (64 columns on
- * AVX-512: attention's P V), to be read in place. A row of such B is
- * the panel's row (taking ldb as N, as plans are keyed), so packing would
- * copy it unchanged, and one wide tile reads each element of A once
- * where two panels of 32 read it twice. Time 64 / 32 wide, both in place,
- * 12 matrices of M x 64 x M, 1 thread: M = 17, 43, 81, 128, 256, 512:
- * 0.97, 0.97, 0.97, 0.95, 0.94, 0.93; against 32 wide with B packed, M =
- * 17, 24, 43, 62: 0.90, 0.93, 0.95, 0.96. Packed, the 64-wide tile lost
- * (1.04-1.08 the time of 32 wide packed). This held once the software
- * prefetch of B's rows was left out where they lie close together
+/* Whether B is read in place by the widest tile (64 wide on AVX-512)
+ * because its rows are short: N a multiple of that width, rows close
+ * enough together that the hardware prefetchers follow them (taking ldb
+ * as N, as plans are keyed; attention's P V at head size 64 or 128). One
+ * wide tile reads each element of A once where panels of 32 read it
+ * twice, and B's rows in whole lines; a copy of B would be read the same
+ * way (at N = 64 it is B's rows unchanged). Time 64 / 32 wide, both in
+ * place, 1 thread: 12 matrices of M x 64 x M, M = 17, 43, 81, 128, 256,
+ * 512: 0.97, 0.97, 0.97, 0.95, 0.94, 0.93; M x 128 x K, 64-256 rows:
+ * 0.92-0.97. Against the plans before (32 wide, B packed from 43 rows
+ * up): 12 x (M x 64 x M), M = 17, 24, 43, 62: 0.90, 0.93, 0.95, 0.96;
+ * 12 x (M x 128 x M), M = 17, 43, 128: 0.85, 0.93, 0.96; at 2 threads
+ * 512x128x512 0.92. Packed, the 64-wide tile lost (1.04-1.14 the time).
+ * This held once the software prefetch of close rows was left out
  * (ops/gemm.c); before, 64 against 32 wide went either way. */
-static bool one_widest_panel(const plan_model *m, const gemm_shape *s)
+static bool short_b_rows_go_wide(const plan_model *m, const gemm_shape *s)
 {
+    int64_t widest = UK_MAX_NV * m->vec;
     return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv &&
-           m->bulk_mr[UK_MAX_NV] > 0 && s->N == UK_MAX_NV * m->vec;
+           m->bulk_mr[UK_MAX_NV] > 0 && s->N % widest == 0 &&
+           s->N * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
 }
 
 static int choose_width(const plan_model *m, const gemm_shape *s, const plan_choice *c,
@@ -414,7 +420,7 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
     if (one_panel > m->nv && one_panel <= UK_MAX_NV && m->bulk_mr[one_panel] > 0 &&
         s->N % m->nr != 0 && (threads == 1 || !masked_in_place))
         return (int)one_panel;
-    if (c->nv == 0 && (short_tile_goes_wide(m, s) || one_widest_panel(m, s)))
+    if (c->nv == 0 && (short_tile_goes_wide(m, s) || short_b_rows_go_wide(m, s)))
         return UK_MAX_NV;
     if (c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
         return m->nv;
@@ -433,7 +439,7 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
         return true;
     if (c->pack_b == PLAN_B_PACKED)
         return false;
-    if (one_widest_panel(m, s) && nv == UK_MAX_NV)
+    if (short_b_rows_go_wide(m, s) && nv == UK_MAX_NV)
         return true;
     /* B is packed by the first row tile as it reads it (ops/gemm.c), so
      * the copy costs little more than its stores. B wider than deep is
@@ -687,13 +693,12 @@ bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gem
      * 5% of the best of the top 8 at 2 threads, against 124-128 in three
      * runs with it. */
     bool deeper = v->kc > m->kc;
-    /* B that is one panel of the widest tile stays that, read in place:
-     * the fitted weights price its copy like any other, not as a copy
-     * that changes nothing, and in a calibration of today they chose it
-     * packed (128x64x128, 1.12x the time) or 48 wide and packed
-     * (512x64x512). */
-    bool whole_rows = one_widest_panel(m, s) && (v->nv || v->pack_b);
-    return !(same_b || same_split || unpacks || deeper || whole_rows || (keep_width && v->nv));
+    /* B of short rows stays with the widest tile, read in place: the
+     * fitted weights price a copy of it like any other, and in a
+     * calibration of today they chose B packed (128x64x128, 1.12x the
+     * time) or 48 wide and packed (512x64x512). */
+    bool short_rows = short_b_rows_go_wide(m, s) && (v->nv || v->pack_b);
+    return !(same_b || same_split || unpacks || deeper || short_rows || (keep_width && v->nv));
 }
 
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
