@@ -231,6 +231,11 @@ static void avx2_by_hand(void)
     /* Dot tile: 16 registers fit at most 9 accumulators (3 x 3), short of
      * the 10 chains rule 1 wants, so the most accumulators win: 3 x 3. */
     CHECK(m.dot_mr == 3 && m.dot_nj == 3, "avx2-16 dot tile %dx%d", m.dot_mr, m.dot_nj);
+    /* Its widest tile, 2 rows of 4 vectors, loads more per FMA than 6x2:
+     * B of short rows keeps the model's width. */
+    gemm_plan p;
+    plan_gemm_choice(&m, &(gemm_shape){.M = 43, .N = 64, .K = 43}, 1, &(plan_choice){0}, &p);
+    CHECK(p.nv == m.nv, "avx2-16, 43x64x43: %d vectors wide", p.nv);
 #endif
 }
 

@@ -47,8 +47,9 @@ static const int64_t WHOLE_K_MAX_PANELS = 2;
  * (1x768x3072, 8x768x3072). */
 static const int64_t ONE_TILE_WHOLE_K_MAX_ROWS = 768;
 /* B read in place is prefetched this many cache lines ahead: the rows
- * ahead times the lines a tile reads of each row (nv vectors of 64
- * bytes). Time 8 / 16 rows ahead, 1 thread: 64-wide tiles, 64 x 1024 x
+ * ahead times the lines a tile reads of each row (2 for a 32-wide tile,
+ * 4 for 64 wide), at most 16 rows. Time 8 / 16 rows ahead, 1 thread:
+ * 64-wide tiles, 64 x 1024 x
  * 768 0.97, 64 x 3072 x 768 0.92 (4 rows: 0.92, 0.94); 32-wide, 64 x
  * 3072 x 768 0.96, 64 x 768 x 768 0.99. Sixteen rows of 4 lines kept
  * more misses in flight than the L1 tracks. */
@@ -405,8 +406,16 @@ static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
 static bool short_b_rows_go_wide(const plan_model *m, const gemm_shape *s)
 {
     int64_t widest = UK_MAX_NV * m->vec;
-    return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv &&
-           m->bulk_mr[UK_MAX_NV] > 0 && s->N % widest == 0 &&
+    /* Only where the widest tile loads less per FMA than the model's
+     * ((nv + mr) / (mr nv): 6x64 0.42 against 14x32's 0.57 here). With
+     * 16 registers it is 2 rows of 4 vectors (0.75 against 6x2's 0.67),
+     * and under TESSEL_ISA=avx2 it took 1.15-1.55x the time (12 x (43x64x43),
+     * 128x64x128, 256x128x256). */
+    int wide_mr = m->bulk_mr[UK_MAX_NV];
+    bool fewer_loads = (UK_MAX_NV + wide_mr) * m->mr * m->nv <
+                       (m->nv + m->mr) * wide_mr * UK_MAX_NV;
+    return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv && wide_mr > 0 &&
+           fewer_loads && s->N % widest == 0 &&
            s->N * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
 }
 
@@ -553,10 +562,12 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * 1.00. */
     if (c->nc == 0 && !(p->b_from_memory && !p->pack_b))
         p->nc = even_nc(p->nc, s->N, p->nr);
+    int line_bytes = l1 && l1->line_bytes > 0 ? l1->line_bytes : 64;
+    int lines_a_row = p->nr * (int)sizeof(float) / line_bytes;
     if (p->pack_b)
         p->b_prefetch = PACKED_PREFETCH_BYTES / (p->nr * (int)sizeof(float)) + 1;
-    else if (IN_PLACE_PREFETCH_LINES / p->nv < IN_PLACE_PREFETCH_MAX_ROWS)
-        p->b_prefetch = IN_PLACE_PREFETCH_LINES / p->nv;
+    else if (lines_a_row > 0 && IN_PLACE_PREFETCH_LINES / lines_a_row < IN_PLACE_PREFETCH_MAX_ROWS)
+        p->b_prefetch = IN_PLACE_PREFETCH_LINES / lines_a_row;
     else
         p->b_prefetch = IN_PLACE_PREFETCH_MAX_ROWS;
 
