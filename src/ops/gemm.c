@@ -170,17 +170,18 @@ static bool panel_from_first_tile(const gemm_call *c, const gemm_plan *p, int co
     return !c->packed && (p->pack_b || cols < p->nr);
 }
 
-/* B read in place with rows close together (PLAN_CLOSE_B_ROW_BYTES) is
- * left to the hardware prefetchers; asking for its rows again only took
- * load slots. Time without / with the software prefetch, 64-wide tiles,
- * 1 thread: 12 matrices of M x 64 x M (rows 256 bytes apart), M = 43,
- * 81, 128, 256: 0.90, 0.90, 0.90-0.93, 0.92-0.93; 128 x 128 x 256 (512
- * bytes) 0.90. 32-wide tiles were level at 256-512 bytes, and lost 3%
- * without it at a kilobyte (128 x 256 x 256), 9% at 2 KB and 30-40% at
- * 3 KB and more. */
 /* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide;
  * the first row tile of a block that packs on first use reads full panels
- * in place and leaves them packed in b_buf. */
+ * in place and leaves them packed in b_buf.
+ *
+ * B read in place with rows close together (PLAN_CLOSE_B_ROW_BYTES, by
+ * this call's ldb) is left to the hardware prefetchers; asking for its
+ * rows again only took load slots. Time without / with the software
+ * prefetch, 64-wide tiles, 1 thread: 12 matrices of M x 64 x M (rows 256
+ * bytes apart), M = 43, 81, 128, 256: 0.90, 0.90, 0.90-0.93, 0.92-0.93;
+ * 128x128x256 (512 bytes) 0.90. 32-wide tiles were level at 256-512
+ * bytes, and lost 3% without it at a kilobyte (128x256x256), 9% at 2 KB
+ * and 30-40% at 3 KB and more. */
 static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t jr,
                        int cols, int64_t pc, int64_t kb, float *b_buf, bool first_tile,
                        ukernel_args *args)

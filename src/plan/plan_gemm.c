@@ -49,10 +49,9 @@ static const int64_t ONE_TILE_WHOLE_K_MAX_ROWS = 768;
 /* B read in place is prefetched this many cache lines ahead: the rows
  * ahead times the lines a tile reads of each row (2 for a 32-wide tile,
  * 4 for 64 wide), at most 16 rows. Time 8 / 16 rows ahead, 1 thread:
- * 64-wide tiles, 64 x 1024 x
- * 768 0.97, 64 x 3072 x 768 0.92 (4 rows: 0.92, 0.94); 32-wide, 64 x
- * 3072 x 768 0.96, 64 x 768 x 768 0.99. Sixteen rows of 4 lines kept
- * more misses in flight than the L1 tracks. */
+ * 64-wide tiles, 64x1024x768 0.97, 64x3072x768 0.92 (4 rows: 0.92,
+ * 0.94); 32-wide, 64x3072x768 0.96, 64x768x768 0.99. Sixteen rows of 4
+ * lines kept more misses in flight than the L1 tracks. */
 static const int IN_PLACE_PREFETCH_LINES = 32;
 static const int IN_PLACE_PREFETCH_MAX_ROWS = 16;
 /* Row tiles a thread from which a split along M of B read in place is
@@ -372,22 +371,6 @@ static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
            model_row_set_groups(m, s->N * (int64_t)sizeof(float)) >= 4;
 }
 
-/* The main tile width a choice asks for, if the family has a usable tile
- * of it; a pre-packed B fixes the width it was packed with. N a little
- * wider than the model's panel, not a multiple of it and within the
- * widest tile, is one panel of the width that covers it, whatever the
- * choice, rather than a full panel and a masked one (time one panel /
- * two, 1 and 2 threads: 100x48x100 0.72 / 0.67; B^T: 43x43x64 0.80,
- * 48x48x64 0.85, 62x62x64 0.96). Masked, B read in place, 1 thread:
- * 512x36x512 0.78, 300x50x768 0.95; against oneDNN 512x36x512 0.72 ->
- * 0.90 and 64x40x256 0.72 -> 0.79 (`compare-one-panel-masked.md`, where
- * 300x50x768 moved 0.91 -> 0.65 with the machine). Not for more threads
- * where that panel would be masked and B read in place: each thread then
- * packs all of it for itself (ops/gemm.c, own_panel), where two panels
- * split along N give each its own (64x40x256 at 2 threads 1.04 -> 0.81
- * in a round before). N = 64, two full panels of 32 or one of 64, went
- * either way by up to 9% from one spell of the machine to the next, and
- * stays with the model. */
 /* Whether B is read in place by the widest tile (64 wide on AVX-512)
  * because its rows are short: N a multiple of that width, rows close
  * enough together that the hardware prefetchers follow them (taking ldb
@@ -402,7 +385,10 @@ static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
  * 12 x (M x 128 x M), M = 17, 43, 128: 0.85, 0.93, 0.96; at 2 threads
  * 512x128x512 0.92. Packed, the 64-wide tile lost (1.04-1.14 the time).
  * This held once the software prefetch of close rows was left out
- * (ops/gemm.c); before, 64 against 32 wide went either way. */
+ * (ops/gemm.c); before, 64 against 32 wide went either way. Against
+ * oneDNN, BERT's P V rose 1.09x / 1.12x at 1 / 2 threads
+ * (`compare-one-widest-panel.md`), Llama's 1.10x (head size 128,
+ * `compare-short-b-rows-wide.md`). */
 static bool short_b_rows_go_wide(const plan_model *m, const gemm_shape *s)
 {
     int64_t widest = UK_MAX_NV * m->vec;
@@ -419,6 +405,21 @@ static bool short_b_rows_go_wide(const plan_model *m, const gemm_shape *s)
            s->N * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
 }
 
+/* The main tile width a choice asks for, if the family has a usable tile
+ * of it; a pre-packed B fixes the width it was packed with. N a little
+ * wider than the model's panel, not a multiple of it and within the
+ * widest tile, is one panel of the width that covers it, whatever the
+ * choice, rather than a full panel and a masked one (time one panel /
+ * two, 1 and 2 threads: 100x48x100 0.72 / 0.67; B^T: 43x43x64 0.80,
+ * 48x48x64 0.85, 62x62x64 0.96). Masked, B read in place, 1 thread:
+ * 512x36x512 0.78, 300x50x768 0.95; against oneDNN 512x36x512 0.72 ->
+ * 0.90 and 64x40x256 0.72 -> 0.79 (`compare-one-panel-masked.md`, where
+ * 300x50x768 moved 0.91 -> 0.65 with the machine). Not for more threads
+ * where that panel would be masked and B read in place: each thread then
+ * packs all of it for itself (ops/gemm.c, own_panel), where two panels
+ * split along N give each its own (64x40x256 at 2 threads 1.04 -> 0.81
+ * in a round before). N = 64 or 128 take the widest tile by the rule of
+ * short rows above. */
 static int choose_width(const plan_model *m, const gemm_shape *s, const plan_choice *c,
                         int threads)
 {
