@@ -385,7 +385,11 @@ static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
  * 12 x (M x 128 x M), M = 17, 43, 128: 0.85, 0.93, 0.96; at 2 threads
  * 512x128x512 0.92. Packed, the 64-wide tile lost (1.04-1.14 the time).
  * This held once the software prefetch of close rows was left out
- * (ops/gemm.c); before, 64 against 32 wide went either way. Against
+ * (ops/gemm.c); before, 64 against 32 wide went either way. B that is
+ * a slice of wider rows (V of one head in a 768-wide matrix, ldb 768,
+ * rows 3 KB apart and prefetched) gets the same plan, and there 64 wide
+ * in place took 0.90-0.99 the time of 32 wide, in place or packed
+ * (12 x (M x 64 x M), M = 43, 128, 512). Against
  * oneDNN, BERT's P V rose 1.09x / 1.12x at 1 / 2 threads
  * (`compare-one-widest-panel.md`), Llama's 1.10x (head size 128,
  * `compare-short-b-rows-wide.md`). */
