@@ -109,6 +109,19 @@ static void zen4_by_hand(void)
                      &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
     CHECK(p.nv == m.nv && p.b_prefetch == 16, "32 wide in place: prefetch %d rows",
           p.b_prefetch);
+    /* B^T with few rows of A takes the dot tiles while their lane sums
+     * cost less than the copy of B (M vec <= K): 4 or 16 rows over K =
+     * 768, 4 rows over 64; not 16 rows over 64 or 8 over 64 (attention at
+     * a few tokens), whose B^T is packed; narrower than a vector, always. */
+    struct { int64_t M, N, K; bool dot; } dots[] = {
+        {4, 768, 768, true}, {16, 768, 768, true}, {4, 64, 64, true},
+        {16, 64, 64, false}, {8, 64, 64, false}, {16, 5, 64, true}};
+    for (size_t i = 0; i < sizeof dots / sizeof dots[0]; i++) {
+        gemm_shape nt = {.M = dots[i].M, .N = dots[i].N, .K = dots[i].K, .transb = true};
+        plan_gemm_choice(&m, &nt, 1, &(plan_choice){0}, &p);
+        CHECK(p.dot == dots[i].dot, "%lldx%lldx%lld NT: %s", (long long)nt.M, (long long)nt.N,
+              (long long)nt.K, p.dot ? "dot tiles" : "B^T packed");
+    }
     /* Dot tile: 32 registers allow mr * nj + mr + nj <= 32; rule 1 wants
      * mr * nj >= 4; FMAs per load mr nj / (mr + nj) peaks at 4 x 5 (2.22). */
     CHECK(m.dot_mr == 4 && m.dot_nj == 5, "zen4 dot tile %dx%d", m.dot_mr, m.dot_nj);
