@@ -204,6 +204,30 @@ static void whole_fma_units(void)
               a.nv == b.nv && a.kc == b.kc && a.nc == b.nc && a.dot_mr == b.dot_mr &&
               a.dot_nj == b.dot_nj,
           "the noisy probe's model plans as the clean one's");
+    /* A calibration's figures override the probe's: a process that read
+     * 1.2 FMAs a cycle (one pipe) plans as the calibration's 2 pipes did;
+     * an uncalibrated cost, or one stored without the figures, leaves the
+     * probe's model alone. */
+    noisy.fma_per_cycle = 1.2;
+    noisy.fma_latency_cycles = 4.0;
+    CHECK(plan_model_init(&b, &noisy) == 0 && b.hw.fma_per_cycle == 1.0, "1.2 reads one pipe");
+    cost_model calibrated = a.cost;
+    calibrated.calibrated = true;
+    CHECK(calibrated.fma_per_cycle == 2.0 && calibrated.fma_latency == 4.0,
+          "the cost records the model's FMA figures (%g a cycle, latency %g)",
+          calibrated.fma_per_cycle, calibrated.fma_latency);
+    plan_model c = b;
+    CHECK(plan_model_set_cost(&c, &calibrated) == 0 && c.cost.calibrated &&
+              c.hw.fma_per_cycle == 2.0 &&
+              memcmp(a.tile_cycles, c.tile_cycles, sizeof a.tile_cycles) == 0 &&
+              memcmp(a.bulk_mr, c.bulk_mr, sizeof a.bulk_mr) == 0 && a.mr == c.mr &&
+              a.nv == c.nv && a.kc == c.kc,
+          "with the calibration's figures it builds the clean model (%dx%d)", c.mr, c.nv);
+    c = b;
+    calibrated.fma_per_cycle = calibrated.fma_latency = 0; /* stored before */
+    CHECK(plan_model_set_cost(&c, &calibrated) == 0 && c.hw.fma_per_cycle == 1.0 &&
+              memcmp(b.tile_cycles, c.tile_cycles, sizeof b.tile_cycles) == 0,
+          "without them the probe's model stays");
     noisy.fma_per_cycle = 1.04; /* one pipe, a little timing noise */
     noisy.fma_latency_cycles = 4.1;
     CHECK(plan_model_init(&b, &noisy) == 0 && b.hw.fma_per_cycle == 1.0 &&

@@ -186,8 +186,23 @@ static void check_cost_text(void)
         same = same && fabs(back.coef[i] - cm.coef[i]) < 1e-5;
     same = same && back.tile_scale[COST_A_PACKED][2][14] == 1.125f &&
            back.tile_scale[COST_A_IN_PLACE][1][3] == 0.75f &&
-           back.tile_scale[COST_A_PACKED][1][1] == 1.0f;
+           back.tile_scale[COST_A_PACKED][1][1] == 1.0f &&
+           back.fma_latency == cm.fma_latency && back.fma_per_cycle == cm.fma_per_cycle &&
+           cm.fma_per_cycle > 0;
     CHECK(same, "round trip keeps every number");
+    /* A model stored before the FMA figures were recorded still loads,
+     * without them. */
+    char *fma_line = strstr(text, "fma ");
+    CHECK(fma_line != NULL, "the text records the FMA figures");
+    if (fma_line) {
+        char older[4096];
+        size_t head = (size_t)(fma_line - text);
+        memcpy(older, text, head);
+        strcpy(older + head, strchr(fma_line, '\n') + 1);
+        CHECK(cost_model_parse(older, &back) == 0 && back.fma_latency == 0 &&
+                  back.fma_per_cycle == 0,
+              "a text without them parses, figures 0");
+    }
 
     /* Damage anywhere is refused and leaves the target alone. */
     cost_model target = cm;

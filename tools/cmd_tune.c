@@ -376,8 +376,10 @@ static int run_shapes(const tune_options *o, tune_session *t)
     /* Rank with this machine's calibration if there is one. */
     tune_plans none;
     char msg[512];
-    tune_load(&t->hw, t->bench.env.threads, &t->model->cost, &none, msg, sizeof msg);
+    cost_model cost = t->model->cost;
+    tune_load(&t->hw, t->bench.env.threads, &cost, &none, msg, sizeof msg);
     tune_plans_free(&none);
+    plan_model_set_cost(t->model, &cost);
     printf("  model            %s\n", t->model->cost.calibrated ? "calibrated" : "analytic (not calibrated)");
     gemm_shape *shapes = malloc(sizeof *shapes * MAX_SHAPES);
     int n = shapes ? read_shapes(o->shapes, shapes, MAX_SHAPES) : -1;

@@ -63,8 +63,15 @@ tessel_status tessel_ctx_create(tessel_ctx **out, int num_threads)
                         hw_isa_name(hw_default_profile()->isa));
     }
     char db_message[512];
-    tune_load_status loaded = tune_load(&ctx->model.hw, threads, &ctx->model.cost, &ctx->tuned,
-                                        db_message, sizeof db_message);
+    cost_model cost = ctx->model.cost;
+    tune_load_status loaded = tune_load(&ctx->model.hw, threads, &cost, &ctx->tuned, db_message,
+                                        sizeof db_message);
+    if (plan_model_set_cost(&ctx->model, &cost) != 0) {
+        hw_isa isa = ctx->model.hw.isa;
+        tune_plans_free(&ctx->tuned);
+        free(ctx);
+        return api_fail(TESSEL_ERR_INTERNAL, "no ukernel is built for ISA %s", hw_isa_name(isa));
+    }
     ctx->plans = plan_cache_create(API_PLAN_CACHE_SETS, threads);
     if (!ctx->plans) {
         tessel_ctx_destroy(ctx);

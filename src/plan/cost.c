@@ -47,6 +47,8 @@ void cost_model_default(cost_model *cm, const hw_profile *hw)
         cm->gbs[l] = hw->read_gbs[l] > 0 ? hw->read_gbs[l] : DEFAULT_BYTES_PER_CYCLE[l] * cm->ghz;
     /* A copy reads and writes each byte: half the L2 read rate. */
     cm->pack_gbs = cm->gbs[HW_LEVEL_L2] / 2;
+    cm->fma_latency = hw->fma_latency_cycles > 0 ? hw->fma_latency_cycles : 0;
+    cm->fma_per_cycle = hw->fma_per_cycle > 0 ? hw->fma_per_cycle : 0;
     memcpy(cm->coef, DEFAULT_COEF, sizeof cm->coef);
     for (int a = 0; a < 2; a++)
         for (int nv = 0; nv <= UK_MAX_NV; nv++)
@@ -178,6 +180,8 @@ int cost_model_format(const cost_model *cm, char *buf, size_t len)
     for (int i = 0; i < COST_NFEATURES; i++)
         ok = ok && append(buf, len, &at, " %s=%.6g", FEATURE_NAMES[i], cm->coef[i]);
     ok = ok && append(buf, len, &at, "\n");
+    if (cm->fma_latency > 0 && cm->fma_per_cycle > 0)
+        ok = ok && append(buf, len, &at, "fma %.6g %.6g\n", cm->fma_latency, cm->fma_per_cycle);
     for (int a = 0; a < 2; a++)
         for (int nv = 1; nv <= UK_MAX_NV; nv++)
             for (int mr = 1; mr <= UK_MAX_MR; mr++)
@@ -241,6 +245,10 @@ static bool parse_line(const char *line, cost_model *cm, int *seen)
         }
         return only_blanks(rest) && (*seen |= 16);
     }
+    if (strcmp(word, "fma") == 0) /* optional: older models lack it */
+        return sscanf(rest, "%lf %lf%n", &cm->fma_latency, &cm->fma_per_cycle, &end) == 2 &&
+               only_blanks(rest + end) && positive_finite(cm->fma_latency) &&
+               positive_finite(cm->fma_per_cycle);
     if (strcmp(word, "tile") == 0) {
         char layout[16];
         int mr, nv;

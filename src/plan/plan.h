@@ -99,6 +99,12 @@ int64_t model_row_set_groups(const plan_model *m, int64_t row_bytes);
  * profile's ISA is built (a library bug). */
 int plan_model_init(plan_model *m, const hw_profile *hw);
 
+/* Installs a cost model. A calibrated one that records the FMA figures it
+ * was fitted on rebuilds the model from them first (the rest of the
+ * profile kept), so that a process whose quick probe read them off plans
+ * as the calibration did. Returns plan_model_init's -1 on failure. */
+int plan_model_set_cost(plan_model *m, const cost_model *cost);
+
 /* ---- one shape ---- */
 
 typedef struct plan_run {
