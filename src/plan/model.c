@@ -72,25 +72,6 @@ static int64_t cache_sets(const hw_cache *c)
     return c->size_bytes / ((int64_t)c->ways * c->line_bytes);
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b != 0) {
-        int64_t r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
-int64_t model_row_set_groups(const plan_model *m, int64_t row_bytes)
-{
-    hw_cache l1 = model_l1(m);
-    int64_t sets = cache_sets(&l1);
-    if (sets <= 0 || row_bytes % l1.line_bytes != 0)
-        return sets > 0 ? sets : 1;
-    return sets / gcd64(row_bytes / l1.line_bytes, sets);
-}
-
 int64_t model_kc(const hw_cache *l1, int mr, int nr)
 {
     int ways_b = model_l1_ways_for_b(l1->ways, mr, nr);

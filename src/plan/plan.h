@@ -89,12 +89,6 @@ typedef struct plan_model {
     cost_model cost;
 } plan_model;
 
-/* How many groups of L1 sets successive rows row_bytes apart fall into
- * (all the sets if the stride is not a whole number of lines): on 64 sets
- * of 64-byte lines, 4 for rows of 768 or 2304 floats, 1 for 1024 or 3072,
- * whose rows all land on the same sets. */
-int64_t model_row_set_groups(const plan_model *m, int64_t row_bytes);
-
 /* Derives the model from a profile. Returns 0, or -1 if no ukernel of the
  * profile's ISA is built (a library bug). */
 int plan_model_init(plan_model *m, const hw_profile *hw);

@@ -359,25 +359,25 @@ static double peak_flops(const plan_model *m)
 /* A few rows reading B in place (a few tokens through a layer) take the
  * widest tile where the rules' tile keeps no more FMAs in flight than the
  * latency needs (rows x 2 vectors of chains against latency 4 x 2 pipes
- * here: up to 4 rows) and B's rows, N floats apart as the shape has them (a
- * caller's ldb is not part of a plan's key), spread over the L1 sets: the
- * wider tile doubles the chains and reads whole pairs of lines a row.
- * `compare-short-tile-64-wide.md`, oneDNN / tessel new over old at 1 and 2
- * threads: the attention output (768 x 768) at 1-8 rows 1.04 / 1.25, its
- * 1-4 row shapes 1.04-1.09 / 1.13-1.23; QKV and FFN-down level (1.00-1.01),
- * their 1-4 row shapes 0.97-1.06 / 0.94-1.07. At 5-6 rows the 32-wide tile
- * hides the latency, and an earlier form of the rule that took them went
- * 0.88-0.98 on 768 x 3072. Where B's rows fall on one or two set groups the
- * wider tile's lines of the coming rows evict each other (time 64 / 32
- * wide, 1 and 2 threads: 1-6 x 3072 x 768 1.00-1.14 / 0.92-1.16, 3 x 1024 x
- * 768 1.09 / 1.45, 3 x 2560 x 768 1.03 / 1.02). */
+ * here: up to 4 rows): the wider tile doubles the chains and reads whole
+ * pairs of lines a row. `compare-short-tile-64-wide.md`, oneDNN / tessel
+ * new over old at 1 and 2 threads: the attention output (768 x 768) at
+ * 1-8 rows 1.04 / 1.25, its 1-4 row shapes 1.04-1.09 / 1.13-1.23; QKV and
+ * FFN-down level (1.00-1.01). At 5-6 rows the 32-wide tile hides the
+ * latency, and an earlier form of the rule that took them went 0.88-0.98
+ * on 768 x 3072. The rule first also asked that B's rows, N floats apart,
+ * spread over the L1 sets: with B prefetched 16 rows ahead, 64 wide lost
+ * where they all fall on one set group (1-6 x 3072 x 768 1.00-1.14 / 0.92-
+ * 1.16 the time of 32 wide, 3 x 1024 x 768 1.09 / 1.45). Prefetched 8 rows
+ * ahead (IN_PLACE_PREFETCH_LINES), it wins there too: 1, 3, 5 x 3072 x 768
+ * 0.96, 0.89, 0.92 / 0.93, 0.79, 0.84; 3 x 1024 x 768 0.84 / 0.77;
+ * 1 x 1024 x 1024 and 1 x 4096 x 1024 0.94-0.99. */
 static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
 {
     double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
     return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv &&
            m->bulk_mr[UK_MAX_NV] > 0 && s->M <= m->bulk_mr[UK_MAX_NV] &&
-           (double)(s->M * m->nv) <= in_flight && s->N >= UK_MAX_NV * m->vec &&
-           model_row_set_groups(m, s->N * (int64_t)sizeof(float)) >= 4;
+           (double)(s->M * m->nv) <= in_flight && s->N >= UK_MAX_NV * m->vec;
 }
 
 /* Whether B is read in place by the widest tile (64 wide on AVX-512)
