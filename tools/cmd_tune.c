@@ -379,7 +379,11 @@ static int run_shapes(const tune_options *o, tune_session *t)
     cost_model cost = t->model->cost;
     tune_load(&t->hw, t->bench.env.threads, &cost, &none, msg, sizeof msg);
     tune_plans_free(&none);
-    plan_model_set_cost(t->model, &cost);
+    if (plan_model_set_cost(t->model, &cost) != 0) {
+        fprintf(stderr, "tessel tune: no ukernel is built for ISA %s\n",
+                hw_isa_name(t->model->hw.isa));
+        return CLI_FAIL;
+    }
     printf("  model            %s\n", t->model->cost.calibrated ? "calibrated" : "analytic (not calibrated)");
     gemm_shape *shapes = malloc(sizeof *shapes * MAX_SHAPES);
     int n = shapes ? read_shapes(o->shapes, shapes, MAX_SHAPES) : -1;

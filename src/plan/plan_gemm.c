@@ -356,6 +356,15 @@ static double peak_flops(const plan_model *m)
     return clock_hz(m) * m->hw.fma_per_cycle * 2.0 * m->vec;
 }
 
+/* What both rules below ask first: op(B) rows read as they are (not
+ * transposed, not pre-packed), and a built widest tile wider than the
+ * model's. */
+static bool widest_tile_may_read_b(const plan_model *m, const gemm_shape *s)
+{
+    return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv &&
+           m->bulk_mr[UK_MAX_NV] > 0;
+}
+
 /* A few rows reading B in place (a few tokens through a layer) take the
  * widest tile where the rules' tile keeps no more FMAs in flight than the
  * latency needs (rows x 2 vectors of chains against latency 4 x 2 pipes
@@ -375,8 +384,7 @@ static double peak_flops(const plan_model *m)
 static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
 {
     double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
-    return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv &&
-           m->bulk_mr[UK_MAX_NV] > 0 && s->M <= m->bulk_mr[UK_MAX_NV] &&
+    return widest_tile_may_read_b(m, s) && s->M <= m->bulk_mr[UK_MAX_NV] &&
            (double)(s->M * m->nv) <= in_flight && s->N >= UK_MAX_NV * m->vec;
 }
 
@@ -413,8 +421,7 @@ static bool short_b_rows_go_wide(const plan_model *m, const gemm_shape *s)
     int wide_mr = m->bulk_mr[UK_MAX_NV];
     bool fewer_loads = (UK_MAX_NV + wide_mr) * m->mr * m->nv <
                        (m->nv + m->mr) * wide_mr * UK_MAX_NV;
-    return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv && wide_mr > 0 &&
-           fewer_loads && s->N % widest == 0 &&
+    return widest_tile_may_read_b(m, s) && fewer_loads && s->N % widest == 0 &&
            s->N * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
 }
 
@@ -576,8 +583,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * 1.00. */
     if (c->nc == 0 && !(p->b_from_memory && !p->pack_b))
         p->nc = even_nc(p->nc, s->N, p->nr);
-    int line_bytes = l1 && l1->line_bytes > 0 ? l1->line_bytes : 64;
-    int lines_a_row = p->nr * (int)sizeof(float) / line_bytes;
+    int lines_a_row = p->nr * (int)sizeof(float) / model_l1(m).line_bytes;
     if (p->pack_b)
         p->b_prefetch = PACKED_PREFETCH_BYTES / (p->nr * (int)sizeof(float)) + 1;
     else if (lines_a_row > 0 && IN_PLACE_PREFETCH_LINES / lines_a_row < IN_PLACE_PREFETCH_MAX_ROWS)
