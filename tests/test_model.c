@@ -54,10 +54,10 @@ static void zen4_by_hand(void)
     CHECK(!p.pack_a, "4 rows of A are read in place");
     plan_gemm(&m, &narrow, 1, &p);
     CHECK(!p.pack_a, "rows of A used by 2 panels are read in place");
-    /* A few rows reading B in place take the widest tile where the
-     * rules' tile keeps no more FMAs in flight than the latency needs (4
-     * here: 2 rows of 2 vectors), wherever B's rows fall in the L1 sets
-     * (768 or 3072 columns); not for more rows, not for B^T (packed). */
+    /* A few rows reading B in place take the widest tile where one such
+     * tile covers them (6 rows of 4 vectors here), wherever B's rows fall
+     * in the L1 sets (768 or 3072 columns); not for more rows, not for
+     * B^T (packed). */
     gemm_shape few = {.M = 2, .N = 768, .K = 768};
     plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);
     CHECK(p.nv == UK_MAX_NV && p.ntiles == 1 && !p.pack_b, "2x768x768: %d vectors wide",
@@ -68,9 +68,13 @@ static void zen4_by_hand(void)
     few.N = 2304;
     plan_gemm_choice(&m, &few, 2, &(plan_choice){0}, &p);
     CHECK(p.nv == UK_MAX_NV, "2x2304x768: %d vectors wide", p.nv);
-    few.M = 3;
+    few.M = m.bulk_mr[UK_MAX_NV];
     plan_gemm_choice(&m, &few, 2, &(plan_choice){0}, &p);
-    CHECK(p.nv == m.nv, "3x2304x768: %d vectors wide", p.nv);
+    CHECK(p.nv == UK_MAX_NV && p.ntiles == 1, "%lldx2304x768: %d vectors wide",
+          (long long)few.M, p.nv);
+    few.M++;
+    plan_gemm_choice(&m, &few, 2, &(plan_choice){0}, &p);
+    CHECK(p.nv == m.nv, "%lldx2304x768: %d vectors wide", (long long)few.M, p.nv);
     few.M = 2;
     few.transb = true;
     plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);

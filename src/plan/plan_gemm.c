@@ -366,26 +366,26 @@ static bool widest_tile_may_read_b(const plan_model *m, const gemm_shape *s)
 }
 
 /* A few rows reading B in place (a few tokens through a layer) take the
- * widest tile where the rules' tile keeps no more FMAs in flight than the
- * latency needs (rows x 2 vectors of chains against latency 4 x 2 pipes
- * here: up to 4 rows): the wider tile doubles the chains and reads whole
- * pairs of lines a row. `compare-short-tile-64-wide.md`, oneDNN / tessel
- * new over old at 1 and 2 threads: the attention output (768 x 768) at
- * 1-8 rows 1.04 / 1.25, its 1-4 row shapes 1.04-1.09 / 1.13-1.23; QKV and
- * FFN-down level (1.00-1.01). At 5-6 rows the 32-wide tile hides the
- * latency, and an earlier form of the rule that took them went 0.88-0.98
- * on 768 x 3072. The rule first also asked that B's rows, N floats apart,
- * spread over the L1 sets: with B prefetched 16 rows ahead, 64 wide lost
- * where they all fall on one set group (1-6 x 3072 x 768 1.00-1.14 / 0.92-
- * 1.16 the time of 32 wide, 3 x 1024 x 768 1.09 / 1.45). Prefetched 8 rows
- * ahead (IN_PLACE_PREFETCH_LINES), it wins there too: 1, 3, 5 x 3072 x 768
- * 0.96, 0.89, 0.92 / 0.93, 0.79, 0.84; 3 x 1024 x 768 0.84 / 0.77;
- * 1 x 1024 x 1024 and 1 x 4096 x 1024 0.94-0.99. */
+ * widest tile wherever one such tile covers them (up to 6 rows here): it
+ * reads each element of A once where panels of 32 read it twice, and B's
+ * rows in whole pairs of lines; up to 4 rows it also doubles the chains
+ * the rules' tile keeps in flight. `compare-short-tile-64-wide.md`,
+ * oneDNN / tessel new over old at 1 and 2 threads: the attention output
+ * (768 x 768) at 1-8 rows 1.04 / 1.25, its 1-4 row shapes 1.04-1.09 /
+ * 1.13-1.23. Time 64 / 32 wide, both in place, 1 / 2 threads: 1, 3, 5 x
+ * 3072 x 768 0.96, 0.89, 0.92 / 0.93, 0.79, 0.84; 3 x 1024 x 768 0.84 /
+ * 0.77; 5-6 rows x 3072 x 768 0.89-0.90 / 0.88-0.90, x 1024 x 1024 0.89
+ * / 0.87, x 768 x 768 0.96-0.97 / 0.90-0.97, x 2304 x 768 and 768 x
+ * 3072 0.96-0.98 / 0.97-1.00. Past one tile (7-12 rows: two 64-wide
+ * tiles against one 32-wide) it took 1.07-1.31x the time. (An early
+ * form that took 5-6 rows lost, 0.88-0.98 on 768 x 3072, while B was
+ * prefetched 16 rows ahead; the rows were then also kept to B whose rows
+ * spread over the L1 sets, which 8 rows ahead (IN_PLACE_PREFETCH_LINES)
+ * no longer needs.) */
 static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
 {
-    double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
     return widest_tile_may_read_b(m, s) && s->M <= m->bulk_mr[UK_MAX_NV] &&
-           (double)(s->M * m->nv) <= in_flight && s->N >= UK_MAX_NV * m->vec;
+           s->N >= UK_MAX_NV * m->vec;
 }
 
 /* Whether B is read in place by the widest tile (64 wide on AVX-512)
