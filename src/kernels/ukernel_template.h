@@ -93,7 +93,10 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
     const int64_t b_rs = args->b_rs;
 
     const int64_t b_ahead = args->b_prefetch * b_rs;
-    for (int64_t p = 0; p < args->k; p++) {
+    /* Read once: the copy's stores might alias *args as far as the
+     * compiler knows, and it reloaded k from memory every step. */
+    const int64_t k = args->k;
+    for (int64_t p = 0; p < k; p++) {
         if (b_ahead)
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
@@ -156,6 +159,10 @@ ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args 
         return;
     }
     const float alpha = args->alpha, beta = args->beta;
+    /* C's address in locals: each store to C might alias *args as far as
+     * the compiler knows, and it reloaded both after every row. */
+    float *const c = args->c;
+    const int64_t ldc = args->ldc;
     /* alpha is 1 in nearly every call; scaling by it took mr * nv
      * multiplies on the FMA ports at the end of every tile. */
     if (alpha != 1.0f)
@@ -166,13 +173,13 @@ ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args 
                 acc[i][v] *= alpha;
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++) {
-        float *c = args->c + i * args->ldc;
+        float *row = c + i * ldc;
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++) {
             uk_vec out = acc[i][v];
             if (beta != 0.0f)
-                out += beta * uk_load(c + v * UK_VEC_FLOATS);
-            uk_store(c + v * UK_VEC_FLOATS, out);
+                out += beta * uk_load(row + v * UK_VEC_FLOATS);
+            uk_store(row + v * UK_VEC_FLOATS, out);
         }
     }
 }

@@ -17,8 +17,15 @@
 static const double LOADS_PER_CYCLE = 2.0;
 /* Fixed cycles per ukernel call beyond its k loop (call, pointer set-up). */
 static const double CALL_CYCLES = 30.0;
-/* Used where the profile was not measured. */
-static const double DEFAULT_PACK_GBS = 20.0;
+/* The rate of copying operands into panels that the rules weigh copies
+ * against (whether to pack B, which way to split over threads). Their
+ * thresholds were set by measurement at this figure, and it is not read
+ * from the probe: a context's quick probe measures no bandwidth, and
+ * `tessel tune`, whose probe does (L2 139 GB/s here, so 70 GB/s of
+ * copying), planned other shapes than the library it tunes. It split
+ * 512x768x768, 256^3 and 2048^3 along N with B packed on 2 threads, where
+ * the context's plan along M took 0.97, 0.92 and 0.87-1.0 the time. */
+static const double RULES_PACK_GBS = 20.0;
 
 /* The model counts what the hardware has: whole FMA pipes, and whole FMAs
  * in flight to hide the latency. The probe's figures are timings against
@@ -336,8 +343,7 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     }
 
     cost_model_default(&m->cost, &m->hw);
-    double pack_gbs = hw->read_gbs[HW_LEVEL_L2] > 0 ? hw->read_gbs[HW_LEVEL_L2] / 2 : DEFAULT_PACK_GBS;
-    m->pack_bytes_per_second = pack_gbs * 1e9;
+    m->pack_bytes_per_second = RULES_PACK_GBS * 1e9;
     return 0;
 }
 
