@@ -328,6 +328,37 @@ static void check_calibrated_choice(void)
     free(m);
 }
 
+/* However the calibration prices copies and reading B in place, the
+ * calibrated plan reads B and splits the threads as the rules do for its
+ * width: the fitted weights do not get to turn either. */
+static void check_rules_keep_b_and_split(void)
+{
+    plan_model *m = calibrated_model(hw_default_profile());
+    if (!m)
+        return;
+    const double prices[2][2] = {{0.0, 50.0}, {50.0, 0.0}}; /* pack, in place */
+    const gemm_shape shapes[] = {{.M = 43, .N = 768, .K = 768},
+                                 {.M = 512, .N = 768, .K = 768},
+                                 {.M = 1904, .N = 3072, .K = 768},
+                                 {.M = 32, .N = 768, .K = 3072}};
+    for (int c = 0; c < 2; c++) {
+        m->cost.coef[COST_PACK] = prices[c][0];
+        m->cost.coef[COST_B_IN_PLACE] = prices[c][1];
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            const gemm_shape *s = &shapes[i];
+            gemm_plan p, rules;
+            plan_gemm(m, s, 2, &p);
+            plan_gemm_choice(m, s, 2, &(plan_choice){.nv = p.nv}, &rules);
+            CHECK(p.pack_b == rules.pack_b && p.split == rules.split,
+                  "%lldx%lldx%lld, copies %s: B %s split %c, the rules' %s %c",
+                  (long long)s->M, (long long)s->N, (long long)s->K,
+                  c == 0 ? "free" : "dear", p.pack_b ? "packed" : "in place", p.split,
+                  rules.pack_b ? "packed" : "in place", rules.split);
+        }
+    }
+    free(m);
+}
+
 /* However cheap the calibration makes passes over C, the calibrated plan
  * does not take the doubled kc (it measures it only in tune --shapes). */
 static void check_no_doubled_kc(void)
@@ -538,6 +569,7 @@ void suite_tune(void)
     check_calibrated_choice();
     check_short_tile_width();
     check_no_doubled_kc();
+    check_rules_keep_b_and_split();
     check_variant_margin();
     for (int threads = 1; threads <= 3; threads++) {
         tessel_ctx *ctx = NULL;

@@ -180,11 +180,11 @@ bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch);
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p);
 
 /* Whether the calibrated planner may take variant v instead of the rules'
- * plan `rules` (the one made from the all-zero choice): not the rules'
- * choice again, and none of what its fitted weights misjudge (the doubled
- * kc, reading in place B the rules pack, another width for one row tile
- * reading B in place, packing or narrowing B of short rows;
- * plan_gemm.c says why). */
+ * plan `rules` (the one made from the all-zero choice): only another
+ * width, kc or nc, and none of what its fitted weights misjudge (how B is
+ * read and the split stay the rules', no doubled kc, no other width for
+ * one row tile reading B in place or for B of short rows; plan_gemm.c
+ * says why). */
 bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gemm_plan *rules,
                              const plan_choice *v);
 

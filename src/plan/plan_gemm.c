@@ -693,10 +693,21 @@ static const double VARIANT_MARGIN = 0.05;
 bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gemm_plan *rules,
                              const plan_choice *v)
 {
-    /* A variant that asks for what the rules chose already is the rules'
-     * plan: not planned twice. */
-    bool same_b = v->pack_b && v->pack_b == rules->choice.pack_b;
-    bool same_split = v->split && v->split == rules->choice.split;
+    /* How B is read and how the threads split the work stay the rules'.
+     * Their thresholds were set by measurement, and what decides them
+     * (load balance as threads claim row tiles, a core slowed by the
+     * host, rows of B far apart in the caches) is what the fitted weights
+     * see least. In-process A/B at 2 threads of every gemm.txt shape where
+     * a calibration of today left the rules on either, model / rules
+     * time: along N instead of M 0.97-1.02 at 43-80 x 768 x 768 and
+     * 992-1600 x 2304-3072 x 768, 1.13 at 1904 x 3072 x 768, 1.17-1.23 at
+     * 31-32 x 768 x 3072; B packed instead of in place 1.03-1.05 (511-512
+     * x 768 x 768-3072, 512^3), 0.99-1.00 with the split changed too (512 x
+     * 1024 x 1024-4096). In top-8 runs before, where the rules packed and
+     * the model read in place, the fastest plan packed in 51 of 53
+     * verdicts. (A variant asking for what the rules chose is their plan
+     * again, not planned twice.) */
+    bool b_or_split = v->pack_b || v->split;
     /* One row tile (a few tokens) reading B in place streams B once and
      * waits on those loads more than on its FMAs; the tile rates,
      * measured in L1, see only the FMAs and favour wider tiles, more
@@ -706,15 +717,6 @@ bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gem
      * 5 x 768-3072 x 768 1.08-1.21 in top-8 runs), so the width stays
      * the rules'. */
     bool keep_width = rules->ntiles == 1 && !rules->pack_b;
-    /* Where the rules pack B, B stays packed: they pack only where the
-     * copy repays reading B in place, a cost the fitted weights all but
-     * leave out (the in-place feature's weight came out 0-0.18 in today's
-     * calibrations; its bytes are those of the packed stream). In two
-     * top-8 runs at 2 threads, where the rules packed and the model read
-     * in place, the fastest plan packed in 51 of 53 verdicts, and the
-     * model's in-place plan missed it by more than 5% in 30
-     * (64-150 x 3072 x 768: 1.08-1.16). */
-    bool unpacks = rules->choice.pack_b == PLAN_B_PACKED && v->pack_b == PLAN_B_IN_PLACE;
     /* The doubled kc is not taken either (tune --shapes still measures
      * it): past the L1 rule's kc the A micro-panel no longer stays
      * in L1 while B streams by, which no feature sees, while the fitted
@@ -724,12 +726,12 @@ bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gem
      * 5% of the best of the top 8 at 2 threads, against 124-128 in three
      * runs with it. */
     bool deeper = v->kc > m->kc;
-    /* B of short rows stays with the widest tile, read in place: the
-     * fitted weights price a copy of it like any other, and in a
-     * calibration of today they chose B packed (128x64x128, 1.12x the
-     * time) or 48 wide and packed (512x64x512). */
-    bool short_rows = short_b_rows_go_wide(m, s) && (v->nv || v->pack_b);
-    return !(same_b || same_split || unpacks || deeper || short_rows || (keep_width && v->nv));
+    /* B of short rows stays with the widest tile: the fitted weights
+     * price a copy of it like any other, and in a calibration of today
+     * they chose B packed (128x64x128, 1.12x the time) or 48 wide and
+     * packed (512x64x512). */
+    bool short_rows = short_b_rows_go_wide(m, s) && v->nv;
+    return !(b_or_split || deeper || short_rows || (keep_width && v->nv));
 }
 
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
