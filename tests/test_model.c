@@ -79,6 +79,19 @@ static void zen4_by_hand(void)
     few.transb = true;
     plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);
     CHECK(p.nv == m.nv, "2x2304x768, B^T: %d vectors wide", p.nv);
+    /* B packed by a block's first tile as it reads it: with few row tiles
+     * the block fills at most half the L2 (its source passes the L2 too);
+     * with many it takes the model's nc. */
+    for (int64_t rows = 64; rows <= 1024; rows *= 16) {
+        gemm_shape sh = {.M = rows, .N = 4096, .K = 1024};
+        plan_gemm_choice(&m, &sh, 1, &(plan_choice){.pack_b = PLAN_B_PACKED}, &p);
+        double block = (double)(p.kc * p.nc) * sizeof(float);
+        bool half = block <= m.l2_bytes / 2;
+        CHECK(p.pack_b && half == (rows == 64) && p.nc_half_l2 == half,
+              "%lldx4096x1024, B packed: a %.0f KiB block of B in a %lld KiB L2%s",
+              (long long)rows, block / 1024, (long long)m.l2_bytes / 1024,
+              p.nc_half_l2 ? " (capped)" : "");
+    }
     /* B of short rows (64 or 128 columns: attention's P V) is read in
      * place by the widest tile, whatever M, and a calibrated planner may
      * neither pack it nor narrow it; not for B^T, nor for rows a

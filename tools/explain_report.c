@@ -117,10 +117,13 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
     char block[24], l2[24];
     format_bytes((double)p->kc * (double)p->nc * sizeof(float), block, sizeof block);
     format_bytes((double)m->l2_bytes, l2, sizeof l2);
+    const char *why = !p->nc_half_l2 ? ""
+                      : !p->pack_b ? "; capped to half the L2: B is read in place, its rows far "
+                                     "apart"
+                                   : "; capped to half the L2: the first row tile's copy "
+                                     "passes it with its source";
     printf("          nc %lld: the kc x nc block of B (%s) stays in the %s L2 while A "
-           "micro-panels pass%s\n", (long long)p->nc, block, l2,
-           !p->pack_b && p->nc < m->nc ? "; capped to half the L2: B is read in place, its "
-                                         "rows far apart" : "");
+           "micro-panels pass%s\n", (long long)p->nc, block, l2, why);
     printf("          mc = %d (one row tile): its A micro-panel is %s just before its row of B "
            "panels and stays in L1 while they stream by\n", mr,
            p->pack_a ? "packed" : "read in place");

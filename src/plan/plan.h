@@ -147,6 +147,7 @@ typedef struct gemm_plan {
     /* One or two B panels: K runs in one block (see plan_gemm.c). */
     bool whole_k;
     int b_prefetch;           /* rows of B the ukernel prefetches ahead */
+    bool nc_half_l2;          /* nc cut so the B block fills at most half the L2 */
     /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
     plan_run runs[PLAN_MAX_RUNS];
     int nruns;

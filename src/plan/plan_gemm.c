@@ -487,6 +487,28 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
     return small_m || copy_share > IN_PLACE_PENALTY;
 }
 
+/* Below this many row tiles a block's first tile, which copies B as it
+ * reads it, is a large share of the block's time (copy_passes_l2). */
+static const int64_t COPY_PASS_MAX_TILES = 12;
+
+/* B packed by the first row tile of each block as it reads it (ops/gemm.c)
+ * passes the L2 twice over: its rows from L3 or memory, and the copy. A
+ * block the L2 holds whole, but not twice, loses the start of its copy
+ * to the end of its source, and the next tiles read it back from L3.
+ * With few row tiles that is a large share of the time, so the block is
+ * capped to half the L2, as for B read in place. Time with nc 1024 / the
+ * model's (2048 at K 1024-2048, 1536 at 3072 x 768), 1 thread: 64x2048x1024
+ * 0.91, 48, 96, 128 x 3072 x 768 0.96, 0.975, 0.985, 128x2048x2048 0.98,
+ * 128x4096x1024 0.97; from 15 tiles on level or a little worse, as A is
+ * packed once per block: 200, 256, 384, 1296 x 3072 x 768 1.00-1.01;
+ * at 2 threads (split along N, each thread's block half as wide)
+ * 0.99-1.01. */
+static bool copy_passes_l2(const gemm_shape *s, const gemm_plan *p)
+{
+    return p->pack_b && !p->b_from_memory && !s->transb && s->prepacked_kc == 0 &&
+           p->ntiles < COPY_PASS_MAX_TILES;
+}
+
 void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
                       const plan_choice *c, gemm_plan *p)
 {
@@ -562,27 +584,34 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
         p->nc = m->nc_for[p->nv];
     /* B with contiguous rows is read in place, its kc x nc block capped to
      * half the L2 since its rows lie far apart, unless copying it is cheap
-     * next to the product. Packed weights are already in panels. */
+     * next to the product. Packed weights are already in panels. A copy
+     * that passes the L2 with its source is capped the same way
+     * (copy_passes_l2). */
     p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m);
     p->b_from_memory = !s->transb && s->prepacked_kc == 0 &&
                        s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
-    if (!p->pack_b && p->b_from_memory) {
+    bool streams_in_place = !p->pack_b && p->b_from_memory;
+    if (streams_in_place) {
         p->whole_k = false;
         p->kc = even_kc(STREAM_KC, s->K);
         p->nc = (STREAM_NC + p->nr - 1) / p->nr * p->nr;
-    } else if (!p->pack_b && c->nc == 0) {
-        int64_t half_l2_cols = m->l2_bytes / 2 / (p->kc * (int64_t)sizeof(float));
-        half_l2_cols -= half_l2_cols % p->nr;
-        if (half_l2_cols >= p->nr && half_l2_cols < p->nc)
-            p->nc = half_l2_cols;
     }
     /* The rules' nc is a bound; the blocks are made equal under it. With
      * B packed, 1 thread, time evened / not: 40, 64, 96 x 2304 x 768
      * (2048 + 256 -> 2 x 1152) 0.90, 0.93, 0.94; 64, 128, 256 x 3072 x
      * 768 (2048 + 1024 -> 2 x 1536) 0.98, 0.98, 0.99; 384 x 3072 x 768
      * 1.00. */
-    if (c->nc == 0 && !(p->b_from_memory && !p->pack_b))
-        p->nc = even_nc(p->nc, s->N, p->nr);
+    if (c->nc == 0 && !streams_in_place) {
+        int64_t bound = p->nc;
+        if (!p->pack_b || copy_passes_l2(s, p)) {
+            int64_t half_l2_cols = m->l2_bytes / 2 / (p->kc * (int64_t)sizeof(float));
+            half_l2_cols -= half_l2_cols % p->nr;
+            if (half_l2_cols >= p->nr && half_l2_cols < bound)
+                bound = half_l2_cols;
+        }
+        p->nc_half_l2 = even_nc(bound, s->N, p->nr) < even_nc(p->nc, s->N, p->nr);
+        p->nc = even_nc(bound, s->N, p->nr);
+    }
     int lines_a_row = p->nr * (int)sizeof(float) / model_l1(m).line_bytes;
     if (p->pack_b)
         p->b_prefetch = PACKED_PREFETCH_BYTES / (p->nr * (int)sizeof(float)) + 1;
