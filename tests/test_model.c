@@ -106,8 +106,8 @@ static void zen4_by_hand(void)
                   "%lldx%lldx%lld: %d vectors wide, B %s, prefetch %d rows", (long long)rows,
                   (long long)n, (long long)rows, p.nv, p.pack_b ? "packed" : "in place",
                   p.b_prefetch);
-            CHECK(!plan_variant_admissible(&m, &sh, &p, &(plan_choice){.pack_b = PLAN_B_PACKED}) &&
-                      !plan_variant_admissible(&m, &sh, &p, &(plan_choice){.nv = m.nv}),
+            CHECK(!plan_variant_admissible(&m, &p, &(plan_choice){.pack_b = PLAN_B_PACKED}) &&
+                      !plan_variant_admissible(&m, &p, &(plan_choice){.nv = m.nv}),
                   "%lldx%lldx%lld: no packed or narrower variant", (long long)rows,
                   (long long)n, (long long)rows);
         }

@@ -181,12 +181,11 @@ bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch);
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p);
 
 /* Whether the calibrated planner may take variant v instead of the rules'
- * plan `rules` (the one made from the all-zero choice): only another
- * width, kc or nc, and none of what its fitted weights misjudge (how B is
- * read and the split stay the rules', no doubled kc, no other width for
- * one row tile reading B in place or for B of short rows; plan_gemm.c
- * says why). */
-bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gemm_plan *rules,
+ * plan `rules` (the one made from the all-zero choice): only a shallower
+ * kc or a narrower nc. How B is read, the split, the tile width and a
+ * doubled kc are what its fitted weights misjudge (plan_gemm.c says
+ * why). */
+bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules,
                              const plan_choice *v);
 
 /* The plan for one choice; knobs that do not apply to the shape (packing

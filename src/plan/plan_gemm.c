@@ -722,7 +722,7 @@ bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch)
  * gemm.txt shapes at 2 threads without the margin, 140 and 144 with it. */
 static const double VARIANT_MARGIN = 0.05;
 
-bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gemm_plan *rules,
+bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules,
                              const plan_choice *v)
 {
     /* How B is read and how the threads split the work stay the rules'.
@@ -737,18 +737,23 @@ bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gem
      * x 768 x 768-3072, 512^3), 0.99-1.00 with the split changed too (512 x
      * 1024 x 1024-4096). In top-8 runs before, where the rules packed and
      * the model read in place, the fastest plan packed in 51 of 53
-     * verdicts. (A variant asking for what the rules chose is their plan
-     * again, not planned twice.) */
+     * verdicts; B of short rows, which the rules read in place, it once
+     * packed (128x64x128, 1.12x the time). (A variant asking for what the
+     * rules chose is their plan again, not planned twice.) */
     bool b_or_split = v->pack_b || v->split;
-    /* One row tile (a few tokens) reading B in place streams B once and
-     * waits on those loads more than on its FMAs; the tile rates,
-     * measured in L1, see only the FMAs and favour wider tiles, more
-     * chains. 48-wide panels (three cache lines a row, the hardware
-     * fetching lines in pairs) took 1.05-1.26x the time of the rules' 32
-     * (1x768x3072, 2x768x3072, 3x2304x768, 1x3072x1024 at 2 threads;
-     * 5 x 768-3072 x 768 1.08-1.21 in top-8 runs), so the width stays
-     * the rules'. */
-    bool keep_width = rules->ntiles == 1 && !rules->pack_b;
+    /* The tile width stays the rules' too. The tile rates are measured in
+     * L1, and the fitted weights do not see what a wider panel costs in
+     * place: its B block and copies in the L2, a row of three lines where
+     * the hardware fetches pairs. With one calibration of today (2
+     * threads, held-out MAPE 11%) the model took 48-wide tiles on 139 of
+     * the 179 gemm.txt shapes and missed the best of the top 8 by more
+     * than 5% on 49 of them (up to 1.67x: 50-119 x 2304-3072 x 768), 122
+     * within 5% in all, against 166 in a run where it kept the rules'
+     * width. Before: one row tile reading B in place took 1.05-1.26x the
+     * time 48 wide (1x768x3072, 2x768x3072, 3x2304x768, 1x3072x1024), and
+     * B of short rows, the widest tile's, was once given 48-wide panels
+     * packed (512x64x512). */
+    bool other_width = v->nv && v->nv != rules->nv;
     /* The doubled kc is not taken either (tune --shapes still measures
      * it): past the L1 rule's kc the A micro-panel no longer stays
      * in L1 while B streams by, which no feature sees, while the fitted
@@ -758,12 +763,7 @@ bool plan_variant_admissible(const plan_model *m, const gemm_shape *s, const gem
      * 5% of the best of the top 8 at 2 threads, against 124-128 in three
      * runs with it. */
     bool deeper = v->kc > m->kc;
-    /* B of short rows stays with the widest tile: the fitted weights
-     * price a copy of it like any other, and in a calibration of today
-     * they chose B packed (128x64x128, 1.12x the time) or 48 wide and
-     * packed (512x64x512). */
-    bool short_rows = short_b_rows_go_wide(m, s) && v->nv;
-    return !(b_or_split || deeper || short_rows || (keep_width && v->nv));
+    return !(b_or_split || other_width || deeper);
 }
 
 void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
@@ -781,7 +781,7 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
     gemm_plan buffers[2];
     gemm_plan *best = p, *candidate = &buffers[0];
     for (int i = 1; i < n; i++) {
-        if (!plan_variant_admissible(m, s, p, &variants[i]))
+        if (!plan_variant_admissible(m, p, &variants[i]))
             continue;
         plan_gemm_choice(m, s, threads, &variants[i], candidate);
         if (candidate->predicted_seconds < best->predicted_seconds * (1.0 - VARIANT_MARGIN)) {
