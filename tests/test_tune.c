@@ -330,7 +330,8 @@ static void check_calibrated_choice(void)
 
 /* However the calibration prices copies and reading B in place, the
  * calibrated plan reads B and splits the threads as the rules do for its
- * width: the fitted weights do not get to turn either. */
+ * kc and nc (a kc variant may move the rules' split, which weighs the
+ * last k block): the fitted weights do not get to turn either. */
 static void check_rules_keep_b_and_split(void)
 {
     plan_model *m = calibrated_model(hw_default_profile());
@@ -348,7 +349,7 @@ static void check_rules_keep_b_and_split(void)
             const gemm_shape *s = &shapes[i];
             gemm_plan p, rules;
             plan_gemm(m, s, 2, &p);
-            plan_gemm_choice(m, s, 2, &(plan_choice){.nv = p.nv}, &rules);
+            plan_gemm_choice(m, s, 2, &(plan_choice){.kc = p.kc, .nc = p.nc}, &rules);
             CHECK(p.pack_b == rules.pack_b && p.split == rules.split,
                   "%lldx%lldx%lld, copies %s: B %s split %c, the rules' %s %c",
                   (long long)s->M, (long long)s->N, (long long)s->K,
