@@ -493,19 +493,18 @@ static const int64_t COPY_PASS_MAX_TILES = 12;
 
 /* B packed by the first row tile of each block, as it reads it or (B^T)
  * panel by panel just before (ops/gemm.c), passes the L2 twice over: its
- * rows from L3 or memory, and the copy. A
- * block the L2 holds whole, but not twice, loses the start of its copy
- * to the end of its source, and the next tiles read it back from L3.
- * With few row tiles that is a large share of the time, so the block is
- * capped to half the L2, as for B read in place. Time with nc 1024 / the
- * model's (2048 at K 1024-2048, 1536 at 3072 x 768), 1 thread: 64x2048x1024
- * 0.91, 48, 96, 128 x 3072 x 768 0.96, 0.975, 0.985, 128x2048x2048 0.98,
- * 128x4096x1024 0.97; from 15 tiles on level or a little worse, as A is
- * packed once per block: 200, 256, 384, 1296 x 3072 x 768 1.00-1.01;
- * at 2 threads (split along N, each thread's block half as wide)
- * 0.99-1.01. B^T the same (Llama's weights), nc 1024 / 2048, 1 / 2
- * threads: 32, 128, 256 x 4096 x 4096 0.91, 0.965, 0.99 / 0.89, 0.95,
- * 0.95; 64x11008x4096 0.94 / 0.90. */
+ * rows from L3 or memory, and the copy. A block the L2 holds whole, but
+ * not twice, loses the start of its copy to the end of its source, and
+ * the next tiles read it back from L3. With few row tiles that is a
+ * large share of the time, so the block is capped to half the L2, as for
+ * B read in place. Time with nc 1024 / the model's (2048 at K 1024-2048,
+ * 1536 at 3072 x 768), 1 thread: 64x2048x1024 0.91; 48, 96, 128 x 3072 x
+ * 768 0.96, 0.975, 0.985; 128x2048x2048 0.98; 128x4096x1024 0.97. From 15
+ * tiles on level or a little worse, as A is packed once per block: 200,
+ * 256, 384, 1296 x 3072 x 768 1.00-1.01. At 2 threads (split along N,
+ * each thread's block half as wide) 0.99-1.01. B^T the same (Llama's
+ * weights), nc 1024 / 2048, 1 / 2 threads: 32, 128, 256 x 4096 x 4096
+ * 0.91, 0.965, 0.99 / 0.89, 0.95, 0.95; 64x11008x4096 0.94 / 0.90. */
 static bool copy_passes_l2(const gemm_shape *s, const gemm_plan *p)
 {
     return p->pack_b && !p->b_from_memory && s->prepacked_kc == 0 &&
@@ -748,8 +747,8 @@ bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules,
      * threads, held-out MAPE 11%) the model took 48-wide tiles on 139 of
      * the 179 gemm.txt shapes and missed the best of the top 8 by more
      * than 5% on 49 of them (up to 1.67x: 50-119 x 2304-3072 x 768), 122
-     * within 5% in all, against 166 in a run where it kept the rules'
-     * width. Before: one row tile reading B in place took 1.05-1.26x the
+     * within 5% in all, against 166 in a run where an older calibration
+     * had left the width alone. Before: one row tile reading B in place took 1.05-1.26x the
      * time 48 wide (1x768x3072, 2x768x3072, 3x2304x768, 1x3072x1024), and
      * B of short rows, the widest tile's, was once given 48-wide panels
      * packed (512x64x512). */
