@@ -611,8 +611,9 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
             if (half_l2_cols >= p->nr && half_l2_cols < bound)
                 bound = half_l2_cols;
         }
-        p->nc_half_l2 = even_nc(bound, s->N, p->nr) < even_nc(p->nc, s->N, p->nr);
+        int64_t uncapped = even_nc(p->nc, s->N, p->nr);
         p->nc = even_nc(bound, s->N, p->nr);
+        p->nc_half_l2 = p->nc < uncapped;
     }
     int lines_a_row = p->nr * (int)sizeof(float) / model_l1(m).line_bytes;
     if (p->pack_b)
@@ -748,10 +749,10 @@ bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules,
      * the 179 gemm.txt shapes and missed the best of the top 8 by more
      * than 5% on 49 of them (up to 1.67x: 50-119 x 2304-3072 x 768), 122
      * within 5% in all, against 166 in a run where an older calibration
-     * had left the width alone. Before: one row tile reading B in place took 1.05-1.26x the
-     * time 48 wide (1x768x3072, 2x768x3072, 3x2304x768, 1x3072x1024), and
-     * B of short rows, the widest tile's, was once given 48-wide panels
-     * packed (512x64x512). */
+     * had left the width alone. Before: one row tile reading B in place
+     * took 1.05-1.26x the time 48 wide (1x768x3072, 2x768x3072,
+     * 3x2304x768, 1x3072x1024), and B of short rows, the widest tile's,
+     * was once given 48-wide panels packed (512x64x512). */
     bool other_width = v->nv && v->nv != rules->nv;
     /* The doubled kc is not taken either (tune --shapes still measures
      * it): past the L1 rule's kc the A micro-panel no longer stays
