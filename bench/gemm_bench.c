@@ -288,6 +288,11 @@ static float rand_unit(void)
     return (float)(r >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
+/* Floats every matrix starts past its 64-byte aligned buffer (--offset):
+ * 0 for the aligned buffers an ML runtime hands over, 4 for the 16-byte
+ * alignment of a plain malloc. */
+static size_t g_offset_floats;
+
 static float *pool_get(pool *p, size_t n, int random)
 {
     if (n <= p->cap)
@@ -575,21 +580,25 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
     int packed = !overhead && packed_mode(row);
     size_t na = (size_t)(p->batch * p->stride_a), nb = (size_t)(p->batch * p->stride_b);
     size_t nc = (size_t)(p->batch * p->stride_c);
-    const float *A = pool_get(pa, na, 1), *B = pool_get(pb, nb, 1);
+    const size_t off = g_offset_floats;
+    const float *A = pool_get(pa, na + off, 1), *B = pool_get(pb, nb + off, 1);
     float *C[MAX_LIBS];
     if (!A || !B) {
         fprintf(stderr, "gemm_bench: out of memory for %s\n", row->family);
         return;
     }
+    A += off;
+    B += off;
     for (int l = 0; l < nlibs; l++) {
         C[l] = NULL;
         if (libs[l]->packed && !packed)
             continue;
-        C[l] = pool_get(&pc[l], nc, 0);
+        C[l] = pool_get(&pc[l], nc + off, 0);
         if (!C[l]) {
             fprintf(stderr, "gemm_bench: out of memory for %s\n", row->family);
             return;
         }
+        C[l] += off;
     }
 
     lib_result res[MAX_LIBS] = {{0}}, attempt[MAX_LIBS] = {{0}};
@@ -651,6 +660,8 @@ static void usage(void)
             "                     tessel-packed,onednn-packed; tessel first is the reference)\n"
             "  --quick            a subset of shapes, fewer repetitions\n"
             "  --peak GFLOPS      FMA peak of one thread, for the pct_peak column\n"
+            "  --offset BYTES     start A, B and C this far past 64-byte alignment\n"
+            "                     (a multiple of 4 below 64; 16 is what malloc gives)\n"
             "  --csv FILE         write results here (default stdout)\n"
             "  --versions         print each library's version line and exit\n");
 }
@@ -690,6 +701,14 @@ int main(int argc, char **argv)
             peak = atof(v);
         else if (strcmp(a, "--csv") == 0)
             csv_path = v;
+        else if (strcmp(a, "--offset") == 0) {
+            long bytes = strtol(v, NULL, 10);
+            if (bytes < 0 || bytes >= 64 || bytes % (long)sizeof(float) != 0) {
+                usage();
+                return 2;
+            }
+            g_offset_floats = (size_t)bytes / sizeof(float);
+        }
         else {
             usage();
             return 2;

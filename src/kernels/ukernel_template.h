@@ -9,6 +9,8 @@
  * keeps the mr x nv accumulators in registers. The file's target flags
  * (-mavx512f, -mavx2 -mfma, or none) decide which instructions that makes.
  */
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels/ukernel.h"
@@ -27,6 +29,10 @@ typedef int32_t uk_ivec __attribute__((vector_size(sizeof(uk_vec)))); /* lane ma
 #elif UK_VEC_FLOATS == 4
 #define UK_LANES(F, s) F(s, 0), F(s, 1), F(s, 2), F(s, 3)
 #endif
+
+/* The cache line: 64 bytes on every x86-64 and on the Arm cores tessel
+ * targets. Only prefetching depends on it. */
+enum { UK_LINE_BYTES = 64 };
 
 /* memcpy is how C says "unaligned vector load/store"; it compiles to one
  * instruction. */
@@ -93,14 +99,23 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
     const int64_t b_rs = args->b_rs;
 
     const int64_t b_ahead = args->b_prefetch * b_rs;
+    /* Rows of B that do not start on a cache line (a malloc'd matrix is
+     * 16-byte aligned) end in one line more than their vectors start in:
+     * it is asked for too, or every row waits on it. (64x768x3072, B in
+     * place 16 bytes off, 1 thread: 73 -> 103 GF/s, 106 aligned.) */
+    const bool b_straddles =
+        ((uintptr_t)b % UK_LINE_BYTES) != 0 || (b_rs * sizeof(float)) % UK_LINE_BYTES != 0;
     /* Read once: the copy's stores might alias *args as far as the
      * compiler knows, and it reloaded k from memory every step. */
     const int64_t k = args->k;
     for (int64_t p = 0; p < k; p++) {
-        if (b_ahead)
+        if (b_ahead) {
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
                 __builtin_prefetch(b + b_ahead + v * UK_VEC_FLOATS);
+            if (b_straddles)
+                __builtin_prefetch(b + b_ahead + nv * UK_VEC_FLOATS - 1);
+        }
         uk_vec bv[UK_MAX_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
