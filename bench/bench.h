@@ -54,6 +54,11 @@ typedef struct bench_lib {
                            const float *B, float *C, char *err, size_t errlen);
     /* Runs the call to completion; returns 0 on success, else writes err. */
     int (*run)(bench_call *call, char *err, size_t errlen);
+    /* Stops the library's idle worker threads from taking cores while
+     * other libraries are timed (NULL: they need no help). Called at the
+     * start and after each of the library's turns; its next call may pay
+     * for starting them again. */
+    void (*park)(void);
     void (*release)(bench_call *call);
 } bench_lib;
 

@@ -480,6 +480,12 @@ static void csv_row(FILE *out, const char *lib, int threads, const char *family,
     fputc('\n', out);
 }
 
+static void park(const bench_lib *lib)
+{
+    if (lib->park)
+        lib->park();
+}
+
 /* Times every library once on one problem (the packed variants only when
  * `packed` is set) and compares their results; returns the CPUs other
  * processes used meanwhile, on average. */
@@ -499,11 +505,13 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
         if (overhead) {
             res[l].ok = time_overhead(libs[l], p, A, B, C[l], tp->overhead_calls,
                                       &res[l].seconds) == 0;
+            park(libs[l]);
             /* let this library's spinning workers go to sleep before the
              * next library needs the cores (bench/run explains the times) */
             sleep_ms(threads > 1 ? 25 : 1);
         } else {
             res[l].ok = start_timing(libs[l], p, A, B, C[l], tp, &lt[l]) == 0;
+            park(libs[l]);
         }
     }
     for (int round = 0; !overhead && round < TIMING_ROUNDS; round++)
@@ -514,6 +522,7 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
                 end_timing(libs[l], &lt[l], NULL);
                 res[l].ok = 0;
             }
+            park(libs[l]);
             sleep_ms(threads > 1 ? 25 : 1);
         }
     for (int l = 0; !overhead && l < nlibs; l++)
@@ -731,6 +740,10 @@ int main(int argc, char **argv)
             printf("%s %s\n", libs[l]->name, libs[l]->version());
         return 0;
     }
+    /* Every library linked in, selected or not: OpenBLAS starts its
+     * workers when it loads. */
+    for (int l = 0; l < MAX_LIBS; l++)
+        park(all_libs[l]);
 
     int threads[MAX_THREADS], nthreads = 0;
     for (const char *s = thread_list; *s;) {

@@ -31,6 +31,23 @@ static int openblas_set_threads(int threads)
     return openblas_get_num_threads() == threads ? 0 : -1;
 }
 
+/* OpenBLAS's pthread build starts its workers when it loads, and an idle
+ * worker is meant to spin for 2^OPENBLAS_THREAD_TIMEOUT cycles and then
+ * sleep. On the AMD EPYC host of 2026-12-01 one kept calling
+ * sched_yield through whole runs that never called OpenBLAS (39% of the
+ * process's samples), taking a core from the threads of the library
+ * being timed: tessel at 2 threads fell from 187 to 96 GF/s on
+ * 128x2304x768 in some runs. Ending the workers between turns keeps them
+ * off; OpenBLAS starts them again on its next threaded call.
+ * (blas_thread_shutdown_ is exported by libopenblas, not declared in
+ * its cblas.h.) */
+void blas_thread_shutdown_(void);
+
+static void openblas_park(void)
+{
+    blas_thread_shutdown_();
+}
+
 static bench_call *openblas_prepare(const bench_problem *p, const float *A,
                                     const float *B, float *C, char *err, size_t errlen)
 {
@@ -70,6 +87,7 @@ const bench_lib bench_lib_openblas = {
     .name = "openblas",
     .version = openblas_version,
     .set_threads = openblas_set_threads,
+    .park = openblas_park,
     .prepare = openblas_prepare,
     .run = openblas_run,
     .release = openblas_release,
