@@ -79,6 +79,26 @@ static void zen4_by_hand(void)
     few.transb = true;
     plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);
     CHECK(p.nv == m.nv, "2x2304x768, B^T: %d vectors wide", p.nv);
+    /* 15-16 rows, one past the main tile: one 16-wide tile of 16 rows
+     * covers them where the 32-wide family needs two tiles, each reading
+     * B; 14 and 17 rows keep the main width, and so does B^T. With two
+     * FMA pipes 16x16 overruns the load ports and the rule is off. */
+    for (int64_t rows = m.mr - 1; rows <= m.bulk_mr[1] + 1; rows++)
+        for (int t = 0; t < 2; t++) {
+            gemm_shape sh = {.M = rows, .N = 3072, .K = 768, .transb = t == 1};
+            plan_gemm_choice(&m, &sh, 2, &(plan_choice){0}, &p);
+            bool narrow = !sh.transb && rows > m.mr && rows <= m.bulk_mr[1];
+            CHECK(narrow ? p.nv == 1 && p.ntiles == 1 : p.nv == m.nv,
+                  "%lldx3072x768%s: %d vectors wide, %lld row tiles", (long long)rows,
+                  sh.transb ? " NT" : "", p.nv, (long long)p.ntiles);
+        }
+    hw_profile two_pipes = hw;
+    two_pipes.fma_per_cycle = 2.0;
+    plan_model m2;
+    CHECK(plan_model_init(&m2, &two_pipes) == 0, "two-pipe zen4 model builds");
+    gemm_shape sixteen = {.M = 16, .N = 3072, .K = 768};
+    plan_gemm_choice(&m2, &sixteen, 1, &(plan_choice){0}, &p);
+    CHECK(p.nv == m2.nv, "16x3072x768 with two FMA pipes: %d vectors wide", p.nv);
     /* B packed by a block's first tile as it reads it: with few row tiles
      * the block fills at most half the L2 (its source passes the L2 too);
      * with many it takes the model's nc. */

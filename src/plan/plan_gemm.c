@@ -388,6 +388,25 @@ static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
            s->N >= UK_MAX_NV * m->vec;
 }
 
+/* Rows one tile of the main width does not cover but one 16-wide tile
+ * (the narrowest family, up to 16 rows) does: that one tile reads B once,
+ * where the main tile and a short one after it read it twice (15-16 rows
+ * as 14 + 1-2 of the 32-wide family). Only where the narrow tile passes
+ * the rules: with two FMA pipes 16x16 overruns the load ports. Time 16 /
+ * 32 wide, B in place, AMD EPYC (Zen 4), 1 / 2 threads: 15 x 768 x 768
+ * 0.86 / 0.84, 15 x 3072 x 768 0.71 / 0.74, 16 rows x 768 x 768 0.91 /
+ * 0.83, x 2304 x 768 0.88-0.90 / 0.89-0.92, x 3072 x 768 0.73 / 0.73, x
+ * 768 x 3072 0.93-0.95 / 0.84, x 1024 x 1024 0.79 / 0.75, x 4096 x 1024
+ * 0.71 / 0.76, x 1024 x 4096 0.95 / 0.92. Where both widths need the
+ * same number of tiles it gained nothing (8, 13, 24 rows: 0.93-1.05),
+ * nor did 2 tiles against 3 from 32 rows up. */
+static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
+{
+    int narrow_mr = m->bulk_mr[1];
+    return !s->transb && s->prepacked_kc == 0 && m->nv > 1 && s->M > m->mr &&
+           s->M <= narrow_mr && model_tile_verdict(m, narrow_mr, 1).failed == TILE_RULE_PASSES;
+}
+
 /* Whether B is read in place by the widest tile (64 wide on AVX-512)
  * because its rows are short: N a multiple of that width, rows close
  * enough together that the hardware prefetchers follow them (taking ldb
@@ -452,6 +471,8 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
         return (int)one_panel;
     if (c->nv == 0 && (short_tile_goes_wide(m, s) || short_b_rows_go_wide(m, s)))
         return UK_MAX_NV;
+    if (c->nv == 0 && one_narrow_tile_covers(m, s))
+        return 1;
     if (c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
         return m->nv;
     return c->nv;
