@@ -46,7 +46,10 @@ typedef struct tessel_ctx tessel_ctx;
  * set, else every core the process may run on (its affinity mask). When
  * the caller already runs its own threads, give each of them a context of
  * one thread, or share one context: calls that find its pool busy run on
- * the calling thread alone rather than oversubscribing the cores.
+ * the calling thread alone rather than oversubscribing the cores. The
+ * context's worker threads keep off the CPU the calling thread last
+ * called from (their affinity is the one they started with less that
+ * CPU); the calling thread's own affinity is never changed.
  *
  * The context reads this machine's calibrated cost model and tuned plans
  * from the tuning database (`tessel tune` writes them; TESSEL_DB names the
