@@ -92,6 +92,18 @@ static void zen4_by_hand(void)
                   "%lldx3072x768%s: %d vectors wide, %lld row tiles", (long long)rows,
                   sh.transb ? " NT" : "", p.nv, (long long)p.ntiles);
         }
+    /* Covers of equal cost take the one whose shortest tile is tallest:
+     * 17 rows as 9 + 8 (34 cycles a k step), not 14 + 3 (also 34). */
+    gemm_shape seventeen = {.M = 17, .N = 3072, .K = 768};
+    plan_gemm_choice(&m, &seventeen, 1, &(plan_choice){0}, &p);
+    int64_t row0, row1;
+    int mr0 = 0, mr1 = 0;
+    if (p.ntiles == 2) {
+        plan_tile_rows(&p, 0, &row0, &mr0);
+        plan_tile_rows(&p, 1, &row1, &mr1);
+    }
+    CHECK(p.nv == m.nv && p.ntiles == 2 && mr0 == 9 && mr1 == 8,
+          "17x3072x768: %lld row tiles, %d + %d rows", (long long)p.ntiles, mr0, mr1);
     hw_profile two_pipes = hw;
     two_pipes.fma_per_cycle = 2.0;
     plan_model m2;
@@ -156,7 +168,7 @@ static void zen4_by_hand(void)
     /* Dot tile: 32 registers allow mr * nj + mr + nj <= 32; rule 1 wants
      * mr * nj >= 4; FMAs per load mr nj / (mr + nj) peaks at 4 x 5 (2.22). */
     CHECK(m.dot_mr == 4 && m.dot_nj == 5, "zen4 dot tile %dx%d", m.dot_mr, m.dot_nj);
-    /* 128 rows are 10 row tiles (9 x 14 + 2), 768 columns 24 panels. On
+    /* 128 rows are 10 row tiles (5 x 14 + 3 x 12 + 2 x 11), 768 columns 24 panels. On
      * 2 threads with B in place, tiles claimed k block by block end at
      * most a sixth of a tile apart (kc 128 of K 768): the split is along
      * M, each thread packing only its own rows of A. Charged a whole
