@@ -105,8 +105,8 @@ static bool run_over(rt_pool *p, unsigned long ntasks)
 /* Returns once `done` says so: watching for SPIN_SECONDS, then asleep on
  * `cond` with `*sleeping` raised (set before the last look, so a thread
  * that changes what `done` reads and then checks `*sleeping` either is
- * seen or sees it). True if it slept. */
-static bool wait_for(bool (*done)(rt_pool *, unsigned long), rt_pool *p, unsigned long arg,
+ * seen or sees it). */
+static void wait_for(bool (*done)(rt_pool *, unsigned long), rt_pool *p, unsigned long arg,
                      pthread_cond_t *cond, void (*sleeping)(rt_pool *, int))
 {
     double deadline = rt_seconds() + SPIN_SECONDS;
@@ -119,10 +119,9 @@ static bool wait_for(bool (*done)(rt_pool *, unsigned long), rt_pool *p, unsigne
                 pthread_cond_wait(cond, &p->lock);
             sleeping(p, -1);
             pthread_mutex_unlock(&p->lock);
-            return true;
+            return;
         }
     }
-    return false;
 }
 
 /* Keeps the calling worker off `cpu`, the CPU its caller published the
