@@ -514,6 +514,12 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
             park(libs[l]);
         }
     }
+    /* the first round, like every other, starts once the last library's
+     * workers sleep (without this pause, tessel's first round at 2 threads
+     * ran beside oneDNN's spinning OpenMP worker in 33 of the 108
+     * bert-base shapes) */
+    if (!overhead)
+        sleep_ms(threads > 1 ? 25 : 1);
     for (int round = 0; !overhead && round < TIMING_ROUNDS; round++)
         for (int l = 0; l < nlibs; l++) {
             if (!res[l].ran || !res[l].ok)

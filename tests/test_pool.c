@@ -6,7 +6,9 @@
  * this test makes likely but cannot force (it was found by a stress run
  * with the machine loaded, where the old pool hung or computed twice).
  */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "runtime/runtime.h"
 #include "test.h"
@@ -25,8 +27,55 @@ static void count_task(void *arg, int task, int ntasks)
         atomic_fetch_add(&r->count[task], 1);
 }
 
+/* Two tasks that wait for each other (up to a second): each records the
+ * thread it ran on, so a worker that slept through its wake-up shows as
+ * both tasks on the caller. */
+typedef struct {
+    atomic_int started;
+    pthread_t ran_on[2];
+} rendezvous;
+
+static void meet_task(void *arg, int task, int ntasks)
+{
+    rendezvous *r = arg;
+    r->ran_on[task] = pthread_self();
+    atomic_fetch_add(&r->started, 1);
+    double give_up = rt_seconds() + 1.0;
+    while (atomic_load(&r->started) < ntasks && rt_seconds() < give_up)
+        rt_cpu_relax();
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A worker that went to sleep between runs is woken by the next one and
+ * takes its task; a pool destroyed while its worker sleeps stops. */
+static void workers_wake(void)
+{
+    rt_pool *pool = rt_pool_create(2);
+    CHECK(pool != NULL, "pool of 2 threads starts");
+    if (!pool)
+        return;
+    enum { ROUNDS = 100 };
+    int missed = 0;
+    for (int round = 0; round < ROUNDS && !missed; round++) {
+        pause_ms(2); /* longer than a worker watches before it sleeps */
+        rendezvous r = {0};
+        rt_pool_run(pool, meet_task, &r, 2);
+        missed += pthread_equal(r.ran_on[0], r.ran_on[1]) != 0;
+    }
+    CHECK(missed == 0, "a sleeping worker was not woken for a run");
+    pause_ms(2);
+    rt_pool_destroy(pool); /* hangs if the stop does not wake the worker */
+}
+
 void suite_pool(void)
 {
+    workers_wake();
+
     /* Three pools of 8 threads on a machine of a few cores, used in turn:
      * workers of idle pools spin and get preempted at every point, which
      * is what opens the window. */

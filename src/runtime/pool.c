@@ -12,6 +12,13 @@
  * at each step, an empty run of two tasks took 2.4 us, which is 8% of a
  * 127^3 GEMM split over 2 threads).
  *
+ * Threads sleep on the word they watch, with the futex system call, not on
+ * a condition variable. With glibc 2.36's condition variable a worker
+ * once slept through every broadcast of whole bench rounds (66 runs, each
+ * seeing it asleep and broadcasting; the caller did every task alone, at
+ * 1 thread's speed). On the bert-base shapes at 2 threads, tessel's bench
+ * rounds over 1.3x slower than its best went from 33 of 324 to 6.
+ *
  * A worker may notice a run late, after it ended, and must then not read
  * the fields of the next run while the caller writes them. The generation
  * is odd while the caller sets a run up, even once the run is published.
@@ -32,11 +39,16 @@
  * still left the two on one CPU for whole rounds: 8x3072x768 on 2
  * threads ran at 1 thread's speed in 4 of 6 rounds.)
  */
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "runtime/runtime.h"
 
@@ -46,35 +58,43 @@ struct rt_pool {
 
     pthread_mutex_t run_lock; /* held by the one caller running the pool */
 
-    atomic_ulong generation;  /* odd: a run being set up; even: published */
+    atomic_uint generation;   /* odd: a run being set up; even: published */
     rt_task_fn fn;            /* the run: written only while the */
     void *arg;                /* generation is odd and no worker is */
     int ntasks;               /* active */
     atomic_int next_task;
-    atomic_int tasks_done;
+    atomic_uint tasks_done;
     atomic_int active;        /* workers that joined a run and not left it */
     atomic_bool stop;
 
-    /* Sleeping, once the watching is over: `sleepers` workers wait on
-     * `wake`, the caller on `finished` while `caller_waiting`. */
-    pthread_mutex_t lock;
-    pthread_cond_t wake, finished;
-    atomic_int sleepers;
-    atomic_bool caller_waiting;
+    /* Sleeping, once the watching is over: workers sleep on `generation`,
+     * the caller on `tasks_done` (futex words: see sleep_on). */
+    atomic_int workers_asleep;
+    atomic_int caller_asleep;
     atomic_int caller_cpu;    /* where the caller published the last run */
 };
+
+/* The futex system call reads a word as a plain 32-bit integer. */
+_Static_assert(sizeof(atomic_uint) == sizeof(uint32_t), "a futex word is 32 bits");
 
 /* How long a thread watches for work before sleeping. */
 static const double SPIN_SECONDS = 100e-6;
 
-/* Wakes whoever sleeps on `cond` if `sleeping` says someone may. */
-static void wake_if(rt_pool *p, bool sleeping, pthread_cond_t *cond)
+/* Sleeps while *word still holds `seen` (the kernel checks and sleeps in
+ * one step, so a change made just before is never slept through); may
+ * return early, so callers look again. */
+static void sleep_on(atomic_uint *word, unsigned seen)
 {
-    if (!sleeping)
-        return;
-    pthread_mutex_lock(&p->lock);
-    pthread_cond_broadcast(cond);
-    pthread_mutex_unlock(&p->lock);
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+}
+
+/* Wakes every thread asleep on `word`, if `asleep` says one may be: the
+ * waker changes the word first, so one asleep either counted itself
+ * before (and is woken here) or sees the change before it sleeps. */
+static void wake_all(atomic_uint *word, atomic_int *asleep)
+{
+    if (atomic_load(asleep) > 0)
+        syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* Takes tasks until none are left. */
@@ -85,40 +105,42 @@ static void work(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
         if (t >= ntasks)
             return;
         fn(arg, t, ntasks);
-        if (atomic_fetch_add(&p->tasks_done, 1) + 1 == ntasks)
-            wake_if(p, atomic_load(&p->caller_waiting), &p->finished);
+        if (atomic_fetch_add(&p->tasks_done, 1) + 1 == (unsigned)ntasks)
+            wake_all(&p->tasks_done, &p->caller_asleep);
     }
 }
 
 /* A published generation other than `seen`, or stop. */
-static bool new_run(rt_pool *p, unsigned long seen)
+static bool new_run(rt_pool *p, unsigned seen)
 {
-    unsigned long g = atomic_load(&p->generation);
+    unsigned g = atomic_load(&p->generation);
     return atomic_load(&p->stop) || (g % 2 == 0 && g != seen);
 }
 
-static bool run_over(rt_pool *p, unsigned long ntasks)
+static bool run_over(rt_pool *p, unsigned ntasks)
 {
-    return (unsigned long)atomic_load(&p->tasks_done) >= ntasks;
+    return atomic_load(&p->tasks_done) >= ntasks;
 }
 
 /* Returns once `done` says so: watching for SPIN_SECONDS, then asleep on
- * `cond` with `*sleeping` raised (set before the last look, so a thread
- * that changes what `done` reads and then checks `*sleeping` either is
+ * `word`, the one `done` reads, counted in `*asleep` before the last look
+ * (so a thread that changes the word and then reads `*asleep` either is
  * seen or sees it). */
-static void wait_for(bool (*done)(rt_pool *, unsigned long), rt_pool *p, unsigned long arg,
-                     pthread_cond_t *cond, void (*sleeping)(rt_pool *, int))
+static void wait_for(bool (*done)(rt_pool *, unsigned), rt_pool *p, unsigned arg,
+                     atomic_uint *word, atomic_int *asleep)
 {
     double deadline = rt_seconds() + SPIN_SECONDS;
     for (unsigned i = 1; !done(p, arg); i++) {
         rt_cpu_relax();
         if (i % 256 == 0 && rt_seconds() > deadline) {
-            pthread_mutex_lock(&p->lock);
-            sleeping(p, 1);
-            while (!done(p, arg))
-                pthread_cond_wait(cond, &p->lock);
-            sleeping(p, -1);
-            pthread_mutex_unlock(&p->lock);
+            atomic_fetch_add(asleep, 1);
+            for (;;) {
+                unsigned seen = atomic_load(word);
+                if (done(p, arg))
+                    break;
+                sleep_on(word, seen);
+            }
+            atomic_fetch_sub(asleep, 1);
             return;
         }
     }
@@ -137,25 +159,15 @@ static void keep_off_cpu(const cpu_set_t *allowed, int cpu)
         pthread_setaffinity_np(pthread_self(), sizeof others, &others);
 }
 
-static void worker_sleeping(rt_pool *p, int change)
-{
-    atomic_fetch_add(&p->sleepers, change);
-}
-
-static void caller_sleeping(rt_pool *p, int change)
-{
-    atomic_store(&p->caller_waiting, change > 0);
-}
-
 static void *worker_main(void *opaque)
 {
     rt_pool *p = opaque;
-    unsigned long seen = 0;
+    unsigned seen = 0;
     cpu_set_t allowed;
     bool may_move = pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed) == 0;
     int kept_off = -1;
     for (;;) {
-        wait_for(new_run, p, seen, &p->wake, worker_sleeping);
+        wait_for(new_run, p, seen, &p->generation, &p->workers_asleep);
         if (atomic_load(&p->stop))
             break;
         int caller = atomic_load(&p->caller_cpu);
@@ -163,7 +175,7 @@ static void *worker_main(void *opaque)
             keep_off_cpu(&allowed, caller);
             kept_off = caller;
         }
-        unsigned long g = atomic_load(&p->generation);
+        unsigned g = atomic_load(&p->generation);
         atomic_fetch_add(&p->active, 1);
         if (g % 2 == 0 && atomic_load(&p->generation) == g)
             work(p, p->fn, p->arg, p->ntasks);
@@ -180,9 +192,6 @@ rt_pool *rt_pool_create(int nthreads)
         return NULL;
     int threads = nthreads < 1 ? 1 : nthreads;
     pthread_mutex_init(&p->run_lock, NULL);
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->finished, NULL);
     if (threads > 1) {
         p->workers = calloc((size_t)threads - 1, sizeof *p->workers);
         if (!p->workers) {
@@ -204,14 +213,14 @@ void rt_pool_destroy(rt_pool *p)
 {
     if (!p)
         return;
+    /* the generation moves too, so that a worker about to sleep on it
+     * does not sleep through the stop */
     atomic_store(&p->stop, true);
-    wake_if(p, true, &p->wake);
+    atomic_fetch_add(&p->generation, 2);
+    wake_all(&p->generation, &p->workers_asleep);
     for (int i = 0; i < p->nworkers; i++)
         pthread_join(p->workers[i], NULL);
     free(p->workers);
-    pthread_cond_destroy(&p->finished);
-    pthread_cond_destroy(&p->wake);
-    pthread_mutex_destroy(&p->lock);
     pthread_mutex_destroy(&p->run_lock);
     free(p);
 }
@@ -232,7 +241,7 @@ void rt_pool_run(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
     }
     /* Set up: workers still in the last run (they took its last task
      * number and are on their way out) or joining it late leave first. */
-    unsigned long g = atomic_load(&p->generation);
+    unsigned g = atomic_load(&p->generation);
     atomic_store(&p->generation, g + 1);
     while (atomic_load(&p->active) != 0)
         sched_yield();
@@ -243,12 +252,12 @@ void rt_pool_run(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
     atomic_store(&p->tasks_done, 0);
     atomic_store(&p->caller_cpu, sched_getcpu());
     atomic_store(&p->generation, g + 2);
-    wake_if(p, atomic_load(&p->sleepers) > 0, &p->wake);
+    wake_all(&p->generation, &p->workers_asleep);
 
     work(p, fn, arg, ntasks);
 
     /* Once every task has ended the run is over: a worker still inside
      * it only finds that no task is left. */
-    wait_for(run_over, p, (unsigned long)ntasks, &p->finished, caller_sleeping);
+    wait_for(run_over, p, (unsigned)ntasks, &p->tasks_done, &p->caller_asleep);
     pthread_mutex_unlock(&p->run_lock);
 }
