@@ -104,6 +104,26 @@ static void zen4_by_hand(void)
     }
     CHECK(p.nv == m.nv && p.ntiles == 2 && mr0 == 9 && mr1 == 8,
           "17x3072x768: %lld row tiles, %d + %d rows", (long long)p.ntiles, mr0, mr1);
+    /* Up to 4 rows reading B in place from L3 leave rows 4 KiB (the L1's
+     * way span) apart unprefetched; not 5 rows, B^T, nor a B of a third
+     * of the L3 or more. */
+    const struct {
+        int64_t M, N, K;
+        bool transb;
+        int64_t stride;
+    } unprefetched[] = {
+        {1, 3072, 768, false, 4096}, {4, 1024, 1024, false, 4096}, {5, 3072, 768, false, 0},
+        {3, 3072, 768, true, 0},     {3, 3072, 1024, false, 0},
+    };
+    for (size_t i = 0; i < sizeof unprefetched / sizeof unprefetched[0]; i++) {
+        gemm_shape sh = {.M = unprefetched[i].M, .N = unprefetched[i].N, .K = unprefetched[i].K,
+                         .transb = unprefetched[i].transb};
+        plan_gemm_choice(&m, &sh, 1, &(plan_choice){0}, &p);
+        CHECK(p.b_unprefetched_stride == unprefetched[i].stride,
+              "%lldx%lldx%lld%s: B unprefetched at a stride of %lld bytes, want %lld",
+              (long long)sh.M, (long long)sh.N, (long long)sh.K, sh.transb ? " NT" : "",
+              (long long)p.b_unprefetched_stride, (long long)unprefetched[i].stride);
+    }
     hw_profile two_pipes = hw;
     two_pipes.fma_per_cycle = 2.0;
     plan_model m2;

@@ -206,7 +206,8 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     } else {
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;
-        if (rows_close)
+        int64_t stride = c->b_rs * (int64_t)sizeof(float);
+        if (rows_close || (p->b_unprefetched_stride && stride % p->b_unprefetched_stride == 0))
             args->b_prefetch = 0;
     }
 }

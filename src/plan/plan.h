@@ -147,6 +147,9 @@ typedef struct gemm_plan {
     /* One or two B panels: K runs in one block (see plan_gemm.c). */
     bool whole_k;
     int b_prefetch;           /* rows of B the ukernel prefetches ahead */
+    /* B read in place whose rows lie a multiple of this many bytes apart
+     * is not prefetched (0: always prefetched; see plan_gemm.c). */
+    int64_t b_unprefetched_stride;
     bool nc_half_l2;          /* nc cut so the B block fills at most half the L2 */
     /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
     plan_run runs[PLAN_MAX_RUNS];

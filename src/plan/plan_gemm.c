@@ -63,6 +63,20 @@ static const int64_t ONE_TILE_WHOLE_K_MAX_ROWS = 768;
  * lines kept more misses in flight than the L1 tracks. */
 static const int IN_PLACE_PREFETCH_LINES = 32;
 static const int IN_PLACE_PREFETCH_MAX_ROWS = 16;
+/* A plan of this many rows or fewer reading B in place from L3 (B under
+ * a third of it), where B's rows lie a multiple of the L1's way span
+ * apart (4 KiB: line j of every row falls in one set), is not
+ * prefetched: the lines asked for rows ahead evict each other before
+ * use, and the hardware prefetchers do better alone. Time without / with
+ * in process, 1 thread (2 threads): 1-3 x 3072 x 768 0.71-0.79
+ * (0.71-0.78), 4x3072x768 0.84, 1x2048x768 0.78 (0.77), 3x1024x768 0.70
+ * (0.71). Against oneDNN in bench/compare, 1 thread: 1-3 x 3072 x 768
+ * 0.58-1.14 -> 0.68-1.34, 1-3 x 1024 x 1024 0.57-1.19 -> 0.72-1.62; but
+ * 1-3 x 3072 x 1024 (B of 12 MiB, of a 32 MiB L3 other guests share)
+ * 0.58-1.14 -> 0.56-1.09, hence the third. Not taken either: 5 rows
+ * (0.96-1.00 in process), 8 rows (1.07-1.10), rows 3 or 9 KiB apart
+ * (0.97-1.03). */
+static const int64_t UNPREFETCHED_MAX_ROWS = 4;
 /* Row tiles a thread from which a split along M of B read in place is
  * charged no ragged end (see the split below). */
 static const int64_t IN_PLACE_M_MIN_TILES = 2;
@@ -643,6 +657,11 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
         p->b_prefetch = IN_PLACE_PREFETCH_LINES / lines_a_row;
     else
         p->b_prefetch = IN_PLACE_PREFETCH_MAX_ROWS;
+    const hw_cache *l3 = hw_data_cache(&m->hw, 3);
+    p->b_unprefetched_stride = 0;
+    if (!p->pack_b && !s->transb && s->prepacked_kc == 0 && s->M <= UNPREFETCHED_MAX_ROWS &&
+        l1 && l1->ways > 0 && l3 && s->K * s->N * (int64_t)sizeof(float) < l3->size_bytes / 3)
+        p->b_unprefetched_stride = l1->size_bytes / l1->ways;
 
     /* Threads: try both splits, keep the one predicted to end first
      * unless the choice names one. The threads of a split along M pack
