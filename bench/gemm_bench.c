@@ -350,9 +350,19 @@ static double problem_flops(const bench_problem *p)
 
 typedef struct lib_timing {
     bench_call *call;
-    double *t; /* seconds of each timed call */
+    double *t;      /* seconds of each timed call */
+    double call_s;  /* one call's time, from the warm-up */
     int reps, done;
 } lib_timing;
+
+/* Each round of calls shorter than ROUND_WARMUP_MAX_CALL_S starts with
+ * ROUND_WARMUP_S of untimed calls: after the pause before it, the first
+ * calls of every library on 2 threads paid for waking its sleeping
+ * thread, a virtual CPU the host had to schedule again (oneDNN 4-7 ms on
+ * 12 x (62x64x62), tessel's worker 2.8 ms on 12 x (128x128x64), against
+ * 27-140 us calls), which could fill a short round. */
+#define ROUND_WARMUP_S 0.002
+#define ROUND_WARMUP_MAX_CALL_S 0.005
 
 /* Prepares the call, warms it up and decides how many calls to time. */
 static int start_timing(const bench_lib *lib, const bench_problem *p, const float *A,
@@ -387,6 +397,7 @@ static int start_timing(const bench_lib *lib, const bench_problem *p, const floa
     if (est > tp->long_call_s && reps > 3)
         reps = 3; /* long calls vary little; spend the budget on shapes */
     lt->reps = reps;
+    lt->call_s = est;
     lt->t = malloc((size_t)reps * sizeof *lt->t);
     if (lt->t)
         return 0;
@@ -407,6 +418,15 @@ static int time_round(const bench_lib *lib, lib_timing *lt, int round, const tim
     char err[256] = "";
     int want = (lt->reps * (round + 1) + TIMING_ROUNDS - 1) / TIMING_ROUNDS;
     int least = (tp->min_reps * (round + 1) + TIMING_ROUNDS - 1) / TIMING_ROUNDS;
+    if (lt->call_s < ROUND_WARMUP_MAX_CALL_S) {
+        double warm_until = now_s() + ROUND_WARMUP_S;
+        do {
+            if (lib->run(lt->call, err, sizeof err) != 0) {
+                fprintf(stderr, "  %s: run failed: %s\n", lib->name, err);
+                return -1;
+            }
+        } while (now_s() < warm_until);
+    }
     double deadline = now_s() + 10.0 * tp->target_s / TIMING_ROUNDS;
     while (lt->done < want && (lt->done < least || now_s() < deadline)) {
         double t0 = now_s();
