@@ -329,13 +329,15 @@ static void real_plans_are_covered(void)
                         tiles += r->tiles;
                         ukernel_desc d = {.isa = p.isa, .mr = r->mr, .nv = r->nv,
                                           .a_packed = true};
-                        bad_kernel += r->dot ? !ukernel_dot_lookup(p.isa, r->mr, r->nv)
-                                             : !ukernel_lookup(&d);
+                        bad_kernel += r->row   ? !ukernel_row_lookup(p.isa)
+                                      : r->dot ? !ukernel_dot_lookup(p.isa, r->mr, r->nv)
+                                               : !ukernel_lookup(&d);
                         bad_thread += r->thread < 0 || r->thread >= p.threads;
                     }
                     bad_area += area != M * N;
                     int64_t row_tiles = p.dot ? (M + p.dot_mr - 1) / p.dot_mr : p.ntiles;
-                    bad_tiles += tiles != row_tiles * p.npanels;
+                    /* the row form: one call a thread */
+                    bad_tiles += tiles != (p.row ? p.threads : row_tiles * p.npanels);
                     plan_grid g;
                     plan_grid_build(regions, n, M, N, PLAN_GRID_MAX_ROWS, PLAN_GRID_MAX_COLS, &g);
                     for (int r = 0; r < g.rows; r++)

@@ -642,6 +642,27 @@ static void narrow_b_cases(void)
     }
 }
 
+/* One row of A times B runs the row form (ops/gemm.c): blocks of its
+ * widest count of vectors, one of fewer, columns past the last whole
+ * vector one by one; A's row strided (A^T), B's rows padded, the columns
+ * split over threads. Each case on every context in turn. */
+static void row_cases(void)
+{
+    static const int64_t ns[] = {1, 15, 16, 17, 129, 255, 256, 257, 520, 1000, 3077};
+    static const int64_t ks[] = {1, 7, 96, 768};
+    test_rng r = {0x20e};
+    for (int ni = 0; ni < (int)(sizeof ns / sizeof ns[0]); ni++)
+        for (int ki = 0; ki < (int)(sizeof ks / sizeof ks[0]); ki++) {
+            char ta = (ni + ki) % 2 ? 'T' : 'N';
+            gemm_case gc = gemm_case_tight(ta, 'N', 1, ns[ni], ks[ki], random_alpha(&r),
+                                           ki % 2 ? 0.0f : random_beta(&r));
+            gc.lda = random_ld(&r, a_cols(&gc));
+            gc.ldb = random_ld(&r, b_cols(&gc));
+            gc.nan_c = gc.beta == 0.0f;
+            run_case(&gc);
+        }
+}
+
 /* Plans split along M over threads share one packed B per (jc, pc) block
  * and hand out row tiles one at a time (ops/gemm.c): more column blocks
  * than one (N past nc, here 2048 wide at most), several k blocks, a masked
@@ -755,6 +776,7 @@ void suite_gemm(void)
     large_cases();
     shared_b_cases();
     narrow_b_cases();
+    row_cases();
     direct_and_planned_cases(contexts[2]);
     for (int c = 1; c < N_CTX; c++)
         tessel_ctx_destroy(contexts[c]);

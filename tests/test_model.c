@@ -112,7 +112,7 @@ static void zen4_by_hand(void)
         bool transb;
         int64_t stride;
     } unprefetched[] = {
-        {1, 3072, 768, false, 4096}, {4, 1024, 1024, false, 4096}, {5, 3072, 768, false, 0},
+        {2, 3072, 768, false, 4096}, {4, 1024, 1024, false, 4096}, {5, 3072, 768, false, 0},
         {3, 3072, 768, true, 0},     {3, 3072, 1024, false, 0},
     };
     for (size_t i = 0; i < sizeof unprefetched / sizeof unprefetched[0]; i++) {
@@ -124,6 +124,21 @@ static void zen4_by_hand(void)
               (long long)sh.M, (long long)sh.N, (long long)sh.K, sh.transb ? " NT" : "",
               (long long)p.b_unprefetched_stride, (long long)unprefetched[i].stride);
     }
+    /* One row times B takes the row form, its vectors of columns split
+     * evenly over the threads; not with B^T (dot tiles), nor B packed. */
+    gemm_shape one_row = {.M = 1, .N = 3072, .K = 768};
+    plan_gemm_choice(&m, &one_row, 2, &(plan_choice){0}, &p);
+    CHECK(p.row && !p.dot && p.threads == 2 && p.nr == m.vec && p.bounds[1] == 96 &&
+              p.bounds[2] == 192,
+          "1x3072x768 at 2 threads: row form %d, %d threads, columns to %lld and %lld",
+          p.row, p.threads, (long long)p.bounds[1] * p.nr, (long long)p.bounds[2] * p.nr);
+    one_row.transb = true;
+    plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
+    CHECK(!p.row && p.dot, "1x3072x768 NT: dot tiles, not the row form");
+    one_row.transb = false;
+    one_row.prepacked_kc = m.kc;
+    plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
+    CHECK(!p.row, "1x3072x768 with B pre-packed: not the row form");
     hw_profile two_pipes = hw;
     two_pipes.fma_per_cycle = 2.0;
     plan_model m2;
@@ -219,25 +234,25 @@ static void zen4_by_hand(void)
               model_tile_verdict(&slow, 14, 2).failed == TILE_RULE_PASSES,
           "1.88 FMAs a cycle: 16x16 fails the load ports, 14x32 passes");
 
-    /* One row tile: K whole (kc 128 otherwise) up to 768 rows, while the
-     * tile's A rows fit half the L1 (16 KiB) and B three quarters of the
-     * L2 (768 KiB). */
-    gemm_shape one_tile = {.M = 1, .N = 384, .K = 384}; /* B 576 KiB */
+    /* One row tile (of more than one row: one row takes the row form):
+     * K whole (kc 128 otherwise) up to 768 rows, while the tile's A rows
+     * fit half the L1 (16 KiB) and B three quarters of the L2 (768 KiB). */
+    gemm_shape one_tile = {.M = 2, .N = 384, .K = 384}; /* B 576 KiB */
     plan_gemm(&m, &one_tile, 1, &p);
-    CHECK(p.whole_k && p.kc == 384, "1x384x384: kc %lld", (long long)p.kc);
+    CHECK(p.whole_k && p.kc == 384, "2x384x384: kc %lld", (long long)p.kc);
     one_tile.M = 11; /* A rows 16.5 KiB */
     plan_gemm(&m, &one_tile, 1, &p);
     CHECK(p.ntiles == 1 && !p.whole_k && p.kc == 128, "11x384x384: kc %lld", (long long)p.kc);
-    gemm_shape deep = {.M = 1, .N = 96, .K = 1536}; /* B 576 KiB */
+    gemm_shape deep = {.M = 2, .N = 96, .K = 1536}; /* B 576 KiB */
     plan_gemm(&m, &deep, 1, &p);
-    CHECK(!p.whole_k && p.kc < 768, "1x96x1536: kc %lld", (long long)p.kc);
-    gemm_shape wide = {.M = 1, .N = 1024, .K = 384}; /* B 1.5 MiB */
+    CHECK(!p.whole_k && p.kc < 768, "2x96x1536: kc %lld", (long long)p.kc);
+    gemm_shape wide = {.M = 2, .N = 1024, .K = 384}; /* B 1.5 MiB */
     plan_gemm(&m, &wide, 1, &p);
     CHECK(!p.whole_k && p.kc <= m.kc_for[p.nv],
-          "1x1024x384: kc %lld (the rules' %lld for %d vectors)", (long long)p.kc,
+          "2x1024x384: kc %lld (the rules' %lld for %d vectors)", (long long)p.kc,
           (long long)m.kc_for[p.nv], p.nv);
     plan_gemm(&m, &wide, 2, &p); /* 768 KiB a thread */
-    CHECK(p.whole_k && p.kc == 384, "1x1024x384 on 2 threads: kc %lld", (long long)p.kc);
+    CHECK(p.whole_k && p.kc == 384, "2x1024x384 on 2 threads: kc %lld", (long long)p.kc);
 #endif
 }
 
@@ -462,9 +477,10 @@ static void planner_invariants(void)
 
     /* Small M skips packing when op(B) rows are contiguous. */
     gemm_plan p;
-    gemm_shape small = {.M = 1, .N = 768, .K = 768};
+    gemm_shape small = {.M = 2, .N = 768, .K = 768};
     plan_gemm(&m, &small, 1, &p);
-    CHECK(!p.pack_a && !p.pack_b && p.b_prefetch > 0, "M = 1 reads A and B in place");
+    CHECK(!p.pack_a && !p.pack_b && p.b_prefetch > 0, "M = 2 reads A and B in place");
+    small.M = 1;
     small.transb = true;
     plan_gemm(&m, &small, 1, &p);
     CHECK(p.dot && p.dot_mr >= 1 && p.dot_nj >= 1, "M = 1 with B transposed: dot tiles");
@@ -482,11 +498,11 @@ static void planner_invariants(void)
     /* B read in place from memory is streamed a few rows deep, also
      * where a choice asks for other blocking; B that fits a few L2s is
      * not. */
-    gemm_shape head = {.M = 1, .N = 50257, .K = 768};
+    gemm_shape head = {.M = 2, .N = 50257, .K = 768};
     plan_choice deep = {.kc = 384, .nc = 672};
     plan_gemm_choice(&m, &head, 1, &deep, &p);
     CHECK(!p.pack_b && p.kc == 32 && p.nc >= 4096 && p.nc < 4096 + p.nr,
-          "1x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
+          "2x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
     /* N between one panel and two, not a multiple of the panel: one
      * wider panel, also against a choice; N = 64 keeps the model's. */
     int wider = m.nv + 1; /* a width the family has one size up, N a multiple of its vectors */

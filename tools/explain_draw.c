@@ -13,7 +13,9 @@
 
 void explain_kind_label(const plan_region *r, int vec, char *buf, size_t len)
 {
-    if (r->dot)
+    if (r->row)
+        snprintf(buf, len, "row form");
+    else if (r->dot)
         snprintf(buf, len, "dot %dx%d", r->mr, r->nv);
     else if (r->masked)
         snprintf(buf, len, "%dx%d (masked %d)", r->mr, r->nv * vec, r->width);

@@ -95,6 +95,11 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
                "place\n", (long long)s->K);
         return;
     }
+    if (p->row) {
+        printf("blocking  none: the row form runs all of K = %lld over a block of C's row "
+               "held in registers, reading A's row and B in place\n", (long long)s->K);
+        return;
+    }
     if (s->M == 0 || s->N == 0 || s->K == 0) {
         printf("blocking  none: nothing to multiply\n");
         return;
@@ -178,12 +183,17 @@ static void print_threads(const plan_model *m, const gemm_plan *p, const plan_re
     enum { SHOWN = 16 };
     double cycles[PLAN_MAX_THREADS] = {0}, total = 0.0;
     for (int64_t i = 0; i < nregions; i++) {
-        double c = region_tile_cycles(m, &regions[i]) * (double)regions[i].tiles;
+        /* the row form: a thread's share is its columns */
+        double c = regions[i].row ? (double)regions[i].cols
+                                  : region_tile_cycles(m, &regions[i]) * (double)regions[i].tiles;
         cycles[regions[i].thread] += c;
         total += c;
     }
     printf("threads   %d, split along %s:\n", p->threads,
-           p->split == 'M' ? "M (row tiles)" : p->dot ? "N (column tiles)" : "N (panels)");
+           p->split == 'M' ? "M (row tiles)"
+           : p->dot        ? "N (column tiles)"
+           : p->row        ? "N (vectors of columns)"
+                           : "N (panels)");
     if (p->split == 'M' && p->threads > 1 && !p->dot)
         printf("          (the threads pack one shared B per block and take its row tiles one\n"
                "          at a time, so each runs about the share below, more if it is faster)\n");
@@ -199,7 +209,8 @@ static void print_threads(const plan_model *m, const gemm_plan *p, const plan_re
             }
         }
         printf("          thread %d: %s %lld-%lld, %s %lld-%lld, %.1f%% of the predicted "
-               "cycles\n", t, p->split == 'M' ? "tiles" : p->dot ? "column tiles" : "panels",
+               "cycles\n", t,
+               p->split == 'M' ? "tiles" : p->dot ? "column tiles" : p->row ? "vectors" : "panels",
                (long long)p->bounds[t], (long long)p->bounds[t + 1] - 1,
                p->split == 'M' ? "rows" : "columns", (long long)first, (long long)last - 1,
                total > 0 ? 100.0 * cycles[t] / total : 0.0);
@@ -216,7 +227,11 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                s->M > 0 && s->N > 0 ? ": C = beta C" : "");
         return;
     }
-    if (p->dot && s->transb)
+    if (p->row)
+        printf("plan      row form: one row of A times B, both read in place, nothing packed; "
+               "each row of B read a block of C's row at a time, a run the hardware "
+               "prefetchers follow\n");
+    else if (p->dot && s->transb)
         printf("plan      dot-product path: A and B^T read in place, nothing packed; "
                "%d x %d tiles\n", p->dot_mr, p->dot_nj);
     else if (p->dot)
@@ -240,7 +255,8 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
         printf("          B's rows lie a multiple of %lld bytes (the L1's way span) apart: "
                "not prefetched, the hardware prefetchers do better alone\n",
                (long long)p->b_unprefetched_stride);
-    print_rows_and_columns(p, s);
+    if (!p->row)
+        print_rows_and_columns(p, s);
     printf("ukernels ");
     int shown = -1;
     for (int64_t i = 0; i < nregions; i++) {

@@ -11,13 +11,16 @@
 extern const ukernel_entry ukernel_table_generic[], ukernel_dot_table_generic[];
 extern const int ukernel_table_generic_count, ukernel_dot_table_generic_count;
 extern const ukernel_packers ukernel_packers_generic;
+extern const ukernel_fn ukernel_row_generic;
 #if defined(__x86_64__)
 extern const ukernel_entry ukernel_table_avx2[], ukernel_dot_table_avx2[];
 extern const int ukernel_table_avx2_count, ukernel_dot_table_avx2_count;
 extern const ukernel_packers ukernel_packers_avx2;
+extern const ukernel_fn ukernel_row_avx2;
 extern const ukernel_entry ukernel_table_avx512[], ukernel_dot_table_avx512[];
 extern const int ukernel_table_avx512_count, ukernel_dot_table_avx512_count;
 extern const ukernel_packers ukernel_packers_avx512;
+extern const ukernel_fn ukernel_row_avx512;
 #endif
 
 static const ukernel_entry *index_table[HW_ISA_COUNT][UK_MAX_NV + 1][UK_MAX_MR + 1];
@@ -65,6 +68,17 @@ ukernel_fn ukernel_lookup(const ukernel_desc *d)
     if (!e)
         return NULL;
     return d->a_packed ? e->packed : e->strided;
+}
+
+ukernel_fn ukernel_row_lookup(hw_isa isa)
+{
+    switch (isa) {
+#if defined(__x86_64__)
+    case HW_ISA_AVX512: return ukernel_row_avx512;
+    case HW_ISA_AVX2: return ukernel_row_avx2;
+#endif
+    default: return ukernel_row_generic;
+    }
 }
 
 const ukernel_packers *ukernel_packers_lookup(hw_isa isa)

@@ -67,6 +67,11 @@ ukernel_fn ukernel_lookup(const ukernel_desc *d);
  * function and nv for nj. NULL if (mr, nj) was not built for the ISA. */
 ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj);
 
+/* The row form (ukernel_template.h): C[0, 0..n) = alpha * A[0, 0..k) B +
+ * beta * C for one row of A (k floats a_cs apart) and B's rows b_rs apart,
+ * any n; m, ldc, a_rs and the prefetch fields are not read. */
+ukernel_fn ukernel_row_lookup(hw_isa isa);
+
 /* Copies `rows` rows of a matrix, ld floats apart and contiguous along k,
  * into a panel w floats wide, transposed: dst[p * w + i] = src[i * ld + p]
  * for i < rows, zero for rows <= i < w (rows <= w). dst needs room for

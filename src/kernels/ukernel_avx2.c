@@ -4,8 +4,10 @@
  * both and TESSEL_ISA allows them.
  */
 #define UK_VEC_FLOATS 8
-#include "kernels/ukernel_template.h"
 #include "kernels/ukernel_sizes.h"
+#define UK_ROW_VECS UK_ROW_VECS_16REG
+#define UK_ROW_RESTS UK_ROW_RESTS_16REG
+#include "kernels/ukernel_template.h"
 
 UK_SIZES_16REG(UK_MEMBER)
 
@@ -19,3 +21,4 @@ const int ukernel_dot_table_avx2_count =
     sizeof ukernel_dot_table_avx2 / sizeof ukernel_dot_table_avx2[0];
 
 const ukernel_packers ukernel_packers_avx2 = UK_PACKERS;
+const ukernel_fn ukernel_row_avx2 = uk_row;

@@ -4,8 +4,10 @@
  * AVX-512 and TESSEL_ISA allows it.
  */
 #define UK_VEC_FLOATS 16
-#include "kernels/ukernel_template.h"
 #include "kernels/ukernel_sizes.h"
+#define UK_ROW_VECS UK_ROW_VECS_32REG
+#define UK_ROW_RESTS UK_ROW_RESTS_32REG
+#include "kernels/ukernel_template.h"
 
 UK_SIZES_32REG(UK_MEMBER)
 
@@ -19,3 +21,4 @@ const int ukernel_dot_table_avx512_count =
     sizeof ukernel_dot_table_avx512 / sizeof ukernel_dot_table_avx512[0];
 
 const ukernel_packers ukernel_packers_avx512 = UK_PACKERS;
+const ukernel_fn ukernel_row_avx512 = uk_row;

@@ -16,16 +16,21 @@
 #pragma GCC optimize("no-schedule-insns")
 #endif
 
-#include "kernels/ukernel_template.h"
 #include "kernels/ukernel_sizes.h"
 
 #if defined(__aarch64__)
 #define UK_SIZES_GENERIC UK_SIZES_32REG
 #define UK_DOT_SIZES_GENERIC UK_DOT_SIZES_32REG
+#define UK_ROW_VECS UK_ROW_VECS_32REG
+#define UK_ROW_RESTS UK_ROW_RESTS_32REG
 #else
 #define UK_SIZES_GENERIC UK_SIZES_16REG
 #define UK_DOT_SIZES_GENERIC UK_DOT_SIZES_16REG
+#define UK_ROW_VECS UK_ROW_VECS_16REG
+#define UK_ROW_RESTS UK_ROW_RESTS_16REG
 #endif
+
+#include "kernels/ukernel_template.h"
 
 UK_SIZES_GENERIC(UK_MEMBER)
 
@@ -39,3 +44,4 @@ const int ukernel_dot_table_generic_count =
     sizeof ukernel_dot_table_generic / sizeof ukernel_dot_table_generic[0];
 
 const ukernel_packers ukernel_packers_generic = UK_PACKERS;
+const ukernel_fn ukernel_row_generic = uk_row;

@@ -39,4 +39,13 @@
     X(3, 1) X(3, 2) X(3, 3) \
     X(4, 1) X(4, 2)
 
+/* The row form (one row of A times B) keeps UK_ROW_VECS vectors of C in
+ * registers, half the register file, and covers fewer with members of
+ * every smaller count, listed as X(nv). */
+#define UK_ROW_VECS_32REG 16
+#define UK_ROW_RESTS_32REG(X) \
+    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define UK_ROW_VECS_16REG 8
+#define UK_ROW_RESTS_16REG(X) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
 #endif /* TESSEL_UKERNEL_SIZES_H */

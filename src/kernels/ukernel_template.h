@@ -1,9 +1,9 @@
 /*
  * ukernel_template.h - the one register-blocked ukernel, written once.
  *
- * Each ISA file defines UK_VEC_FLOATS (floats per vector) and UK_TABLE (the
- * name of its table), includes this file, and lists the (mr, nv) members it
- * builds with UK_MEMBER. The body is a plain C function over GCC/Clang
+ * Each ISA file defines UK_VEC_FLOATS (floats per vector), UK_ROW_VECS and
+ * UK_ROW_RESTS (the row form's widths, ukernel_sizes.h), includes this
+ * file, and lists the (mr, nv) members it builds with UK_MEMBER. The body is a plain C function over GCC/Clang
  * vector extensions taking mr, nv and the A layout as arguments; every
  * member calls it with constants, so the compiler unrolls the loops and
  * keeps the mr x nv accumulators in registers. The file's target flags
@@ -408,6 +408,75 @@ static void uk_pack_rows(int w, int n, int64_t k, const float *src, int64_t ld, 
 
 /* The packing functions of this ISA class (ukernel.h). */
 #define UK_PACKERS {uk_pack_transposed, uk_pack_rows}
+
+/* ---- the row form ----
+ *
+ * One row of A times B, rows of B contiguous (M = 1: a matrix-vector
+ * product). With one row there is nothing to block for; B streams from L3
+ * or memory, and how it is read decides the time. The tiles read each row
+ * of B one tile wide, a quarter kilobyte at 64 wide, a new page each at a
+ * few kilobytes a row; here nv vectors of C stay in registers while all of
+ * K runs, so each row of B is read UK_ROW_VECS vectors (a kilobyte with
+ * AVX-512) at a time, a run the hardware prefetchers follow. Columns past
+ * the last whole vector go one by one. */
+static inline __attribute__((always_inline)) void
+uk_row_block(const int nv, const ukernel_args *args, const float *b, float *c)
+{
+    uk_vec acc[UK_ROW_VECS];
+#pragma GCC unroll 16
+    for (int v = 0; v < nv; v++)
+        acc[v] = (uk_vec){0};
+    const float *a = args->a;
+    const int64_t a_cs = args->a_cs, b_rs = args->b_rs, k = args->k;
+    for (int64_t p = 0; p < k; p++) {
+        float ap = a[p * a_cs];
+#pragma GCC unroll 16
+        for (int v = 0; v < nv; v++) {
+            uk_vec bv = uk_load(b + p * b_rs + v * UK_VEC_FLOATS);
+            UK_IN_REGISTER(bv);
+            acc[v] += ap * bv;
+        }
+    }
+    const float alpha = args->alpha, beta = args->beta;
+#pragma GCC unroll 16
+    for (int v = 0; v < nv; v++) {
+        uk_vec out = alpha * acc[v];
+        if (beta != 0.0f)
+            out += beta * uk_load(c + v * UK_VEC_FLOATS);
+        uk_store(c + v * UK_VEC_FLOATS, out);
+    }
+}
+
+/* C[0, 0..n) = alpha * A[0, 0..k) B + beta * C: a at a_cs apart along k,
+ * B's rows b_rs apart. */
+static void uk_row(const ukernel_args *args)
+{
+    const int n = args->n;
+    const int whole = n / UK_VEC_FLOATS; /* whole vectors of C */
+    int v = 0;
+    for (; v + UK_ROW_VECS <= whole; v += UK_ROW_VECS)
+        uk_row_block(UK_ROW_VECS, args, args->b + v * UK_VEC_FLOATS, args->c + v * UK_VEC_FLOATS);
+    /* the rest of the whole vectors, with constant counts, so that their
+     * accumulators too stay in registers */
+    const float *b = args->b + v * UK_VEC_FLOATS;
+    float *c = args->c + v * UK_VEC_FLOATS;
+    switch (whole - v) {
+#define UK_ROW_REST(NV)                                                                 \
+    case NV:                                                                            \
+        uk_row_block(NV, args, b, c);                                                   \
+        break;
+        UK_ROW_RESTS(UK_ROW_REST)
+#undef UK_ROW_REST
+    default: break;
+    }
+    for (int j = whole * UK_VEC_FLOATS; j < n; j++) {
+        float sum = 0.0f;
+        for (int64_t p = 0; p < args->k; p++)
+            sum += args->a[p * args->a_cs] * args->b[p * args->b_rs + j];
+        args->c[j] = args->beta != 0.0f ? args->alpha * sum + args->beta * args->c[j]
+                                         : args->alpha * sum;
+    }
+}
 
 #define UK_DOT_MEMBER(MR, NJ)                                                     \
     static void uk_dot_##MR##x##NJ(const ukernel_args *args)                      \

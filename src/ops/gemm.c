@@ -404,6 +404,19 @@ static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, in
     }
 }
 
+/* Row plans: columns [n0, n1) of one row of A times B, by the row form. */
+static void run_row_share(const gemm_call *c, const gemm_plan *p, int64_t n0, int64_t n1)
+{
+    ukernel_args args = {.k = c->K, .a = c->A, .a_cs = c->a_cs, .b = c->B + n0 * c->b_cs,
+                         .b_rs = c->b_rs, .c = c->C + n0, .ldc = c->ldc, .alpha = c->alpha,
+                         .beta = c->beta, .m = 1, .n = (int)(n1 - n0)};
+    ukernel_row_lookup(p->isa)(&args);
+    if (c->epilogue)
+        ukernel_epilogue(c->C + n0, c->ldc, 1, (int)(n1 - n0),
+                         c->epilogue->bias ? c->epilogue->bias + n0 : NULL,
+                         c->epilogue->activation);
+}
+
 static gemm_call batch_entry(const gemm_job *job, int64_t i)
 {
     gemm_call c = *job->call;
@@ -433,6 +446,13 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
                            float *b_buf)
 {
     int64_t t0 = 0, t1 = p->ntiles, n0 = 0, n1 = c->N;
+    if (p->row) {
+        n0 = p->bounds[t] * p->nr;
+        n1 = min64(c->N, p->bounds[t + 1] * p->nr);
+        if (n0 < n1)
+            run_row_share(c, p, n0, n1);
+        return;
+    }
     if (p->dot) {
         int64_t m0 = 0, m1 = c->M;
         if (p->split == 'M') {
@@ -572,7 +592,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     if (job.per_claim < 1)
         job.per_claim = 1;
 
-    job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot;
+    job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot && !plan->row;
 
     /* Scratch, acquired before anything is written: for every task, one
      * packed A micro-panel and (unless shared) a packed B block; for a
@@ -580,7 +600,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
      * and every row tile's blocks done, in one buffer. */
     job.a_floats = plan->pack_a ? round_up(UK_MAX_MR * plan->kc + UK_PACK_SLACK, 16) : 0;
     int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
-    bool b_scratch = !call->packed && !plan->dot;
+    bool b_scratch = !call->packed && !plan->dot && !plan->row;
     int64_t b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
     /* Dot tiles read rows of B^T; columns of B not contiguous along k are
      * transposed into each task's scratch (narrow op(B), run_plan_share). */

@@ -133,7 +133,8 @@ typedef struct region_list {
 
 static bool same_kind(const plan_region *a, const plan_region *b)
 {
-    return a->dot == b->dot && a->mr == b->mr && a->nv == b->nv && a->width == b->width;
+    return a->dot == b->dot && a->row == b->row && a->mr == b->mr && a->nv == b->nv &&
+           a->width == b->width;
 }
 
 static void add_region(region_list *list, plan_region r)
@@ -261,12 +262,24 @@ static void dot_regions(region_list *list, const gemm_plan *p, const gemm_shape 
     }
 }
 
+/* Row path: each thread's columns are one call of the row form. */
+static void row_regions(region_list *list, const gemm_plan *p, const gemm_shape *s)
+{
+    for (int t = 0; t < p->threads; t++) {
+        int64_t col0 = p->bounds[t] * p->nr, col1 = min64(s->N, p->bounds[t + 1] * p->nr);
+        add_region(list, (plan_region){.row0 = 0, .rows = 1, .col0 = col0, .cols = col1 - col0,
+                                       .mr = 1, .row = true, .thread = t, .tiles = 1});
+    }
+}
+
 int64_t plan_regions(const gemm_plan *p, const gemm_shape *s, plan_region *out, int64_t max)
 {
     region_list list = {.out = out, .max = max};
     if (s->M <= 0 || s->N <= 0 || s->K <= 0)
         return 0;
-    if (p->dot)
+    if (p->row)
+        row_regions(&list, p, s);
+    else if (p->dot)
         dot_regions(&list, p, s);
     else
         packed_regions(&list, p, s);

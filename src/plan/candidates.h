@@ -115,6 +115,7 @@ typedef struct plan_region {
     int width;       /* columns each tile writes: nv * vec, fewer if masked */
     bool masked;     /* the tail panel: the ukernel writes only `width` of nv * vec */
     bool dot;
+    bool row;        /* the row form: one row, `cols` columns in one call */
     int thread;
     int64_t tiles;   /* tiles in the region */
     int kind;        /* regions with one ukernel and width share a kind: 0, 1, ... */

@@ -132,7 +132,7 @@ void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_pla
     double b_bytes = row_tiles * K * N * 4 / threads;
     f[COST_B_STREAM] = b_bytes / l2;
     f[COST_C] = M * N * 8 * ceil(K / (double)(p->kc > 0 ? p->kc : s->K)) / threads / l2;
-    if (p->dot) {
+    if (p->dot || p->row) {
         f[COST_A_STREAM] = M * K * 4 / (p->split == 'M' ? threads : 1) / l2;
         return;
     }

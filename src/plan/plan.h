@@ -138,6 +138,10 @@ typedef struct gemm_plan {
      * dot_mr, columns in tiles of dot_nj, remainders exact. */
     bool dot;
     int dot_mr, dot_nj;
+    /* One row of A times B with contiguous rows (M = 1): the row form
+     * (ukernel_row_lookup) over all of K, columns in units of one vector
+     * (nr = vec, npanels of them), split along N. */
+    bool row;
     bool pack_a, pack_b;
     /* op(B) with contiguous rows that no cache keeps between calls: read
      * in place it is blocked a few rows deep (kc 32); packed, each block

@@ -354,6 +354,38 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->predicted_seconds = cost_predict(&m->cost, f);
 }
 
+/* One row of A times B with contiguous rows: the row form, which reads a
+ * kilobyte of each row of B in one run (ukernel_template.h), not a tile's
+ * quarter kilobyte. Against oneDNN, bench/compare (`compare-row-form.md`),
+ * 1 thread (2): 1x3072x768 0.67 -> 0.98 (0.89 -> 1.00), bert-large's
+ * one-row layers 0.55-0.77 -> 0.70-0.94 (0.62-1.01 -> 0.84-1.08); B in
+ * L2 or from memory (1x768x768, 1x50257x768) level. */
+static bool row_form_plan(const gemm_shape *s)
+{
+    return s->M == 1 && !s->transb && s->prepacked_kc == 0 && s->N > 0 && s->K > 0;
+}
+
+/* Row plans: the columns, in whole vectors, split evenly over the
+ * threads; K runs whole, nothing is packed. */
+static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
+{
+    p->row = true;
+    p->kc = s->K;
+    p->nr = m->vec;
+    p->npanels = (s->N + m->vec - 1) / m->vec;
+    p->ntiles = 1;
+    p->split = 'N';
+    p->threads = threads < p->npanels ? threads : (int)p->npanels;
+    for (int t = 0; t <= p->threads; t++)
+        p->bounds[t] = p->npanels * t / p->threads;
+    set_choice(p, p->kc, 0, PLAN_B_RULES, p->split);
+    p->fma_cycles = (double)p->npanels * (double)s->K / m->hw.fma_per_cycle / p->threads;
+    p->calls = 1.0;
+    double f[COST_NFEATURES];
+    plan_cost_features(m, s, p, f);
+    p->predicted_seconds = cost_predict(&m->cost, f);
+}
+
 /* The clock the rules count cycles at: the cost model's, which is the
  * calibration's where there is one. The context's own probe reads
  * 2.18-2.36 GHz from one process to the next here (and 2.8-3.0 an hour
@@ -568,6 +600,10 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
         plan_dot(m, s, threads, p);
         return;
     }
+    if (row_form_plan(s)) {
+        plan_row(m, s, threads, p);
+        return;
+    }
     if (p->ntiles == 0 || p->npanels == 0 || s->K == 0) {
         p->threads = 1;
         p->split = 'M';
@@ -707,7 +743,7 @@ int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_ch
     if (max < 1)
         return 0;
     out[n++] = (plan_choice){0};
-    if (dot_product_plan(m, s) || s->M == 0 || s->N == 0 || s->K == 0)
+    if (dot_product_plan(m, s) || row_form_plan(s) || s->M == 0 || s->N == 0 || s->K == 0)
         return n;
     plan_choice more[3 * UK_MAX_NV + 8];
     int k = 0;
