@@ -661,6 +661,15 @@ static void row_cases(void)
             gc.nan_c = gc.beta == 0.0f;
             run_case(&gc);
         }
+    /* B of 17-18 MB, past what the model keeps in cache: the streaming
+     * row form, 8 rows at a time and the rest. */
+    static const int64_t big[][2] = {{4099, 1091}, {4113, 1100}};
+    for (int i = 0; i < 2; i++) {
+        gemm_case gc = gemm_case_tight(i ? 'T' : 'N', 'N', 1, big[i][0], big[i][1], 0.75f,
+                                       i ? 0.0f : -0.5f);
+        gc.nan_c = gc.beta == 0.0f;
+        run_case(&gc);
+    }
 }
 
 /* Plans split along M over threads share one packed B per (jc, pc) block

@@ -132,6 +132,10 @@ static void zen4_by_hand(void)
               p.bounds[2] == 192,
           "1x3072x768 at 2 threads: row form %d, %d threads, columns to %lld and %lld",
           p.row, p.threads, (long long)p.bounds[1] * p.nr, (long long)p.bounds[2] * p.nr);
+    CHECK(!p.b_from_memory, "1x3072x768: B from cache");
+    gemm_shape head_row = {.M = 1, .N = 50257, .K = 768};
+    plan_gemm_choice(&m, &head_row, 1, &(plan_choice){0}, &p);
+    CHECK(p.row && p.b_from_memory, "1x50257x768: the row form, B streaming from memory");
     one_row.transb = true;
     plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
     CHECK(!p.row && p.dot, "1x3072x768 NT: dot tiles, not the row form");

@@ -227,7 +227,11 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                s->M > 0 && s->N > 0 ? ": C = beta C" : "");
         return;
     }
-    if (p->row)
+    if (p->row && p->b_from_memory)
+        printf("plan      row form, streaming: one row of A times B, both read in place, "
+               "nothing packed; B comes from memory, so 8 of its rows at a time are read "
+               "whole and summed into C's row in L2\n");
+    else if (p->row)
         printf("plan      row form: one row of A times B, both read in place, nothing packed; "
                "each row of B read a block of C's row at a time, a run the hardware "
                "prefetchers follow\n");

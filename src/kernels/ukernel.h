@@ -69,8 +69,9 @@ ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj);
 
 /* The row form (ukernel_template.h): C[0, 0..n) = alpha * A[0, 0..k) B +
  * beta * C for one row of A (k floats a_cs apart) and B's rows b_rs apart,
- * any n; m, ldc, a_rs and the prefetch fields are not read. */
-ukernel_fn ukernel_row_lookup(hw_isa isa);
+ * any n; m, ldc, a_rs and the prefetch fields are not read. The one for a
+ * B that streams from memory, or the one for a B in cache. */
+ukernel_fn ukernel_row_lookup(hw_isa isa, bool from_memory);
 
 /* Copies `rows` rows of a matrix, ld floats apart and contiguous along k,
  * into a panel w floats wide, transposed: dst[p * w + i] = src[i * ld + p]

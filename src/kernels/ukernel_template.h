@@ -408,6 +408,8 @@ static void uk_pack_rows(int w, int n, int64_t k, const float *src, int64_t ld, 
 
 /* The packing functions of this ISA class (ukernel.h). */
 #define UK_PACKERS {uk_pack_transposed, uk_pack_rows}
+/* The row forms: from cache, from memory (ukernel_row_lookup). */
+#define UK_ROW_FORMS {uk_row, uk_row_stream}
 
 /* ---- the row form ----
  *
@@ -447,6 +449,19 @@ uk_row_block(const int nv, const ukernel_args *args, const float *b, float *c)
     }
 }
 
+/* Columns from..n of the row, one at a time: those past the last whole
+ * vector. */
+static void uk_row_columns(const ukernel_args *args, int from)
+{
+    for (int j = from; j < args->n; j++) {
+        float sum = 0.0f;
+        for (int64_t p = 0; p < args->k; p++)
+            sum += args->a[p * args->a_cs] * args->b[p * args->b_rs + j];
+        args->c[j] = args->beta != 0.0f ? args->alpha * sum + args->beta * args->c[j]
+                                         : args->alpha * sum;
+    }
+}
+
 /* C[0, 0..n) = alpha * A[0, 0..k) B + beta * C: a at a_cs apart along k,
  * B's rows b_rs apart. */
 static void uk_row(const ukernel_args *args)
@@ -469,13 +484,48 @@ static void uk_row(const ukernel_args *args)
 #undef UK_ROW_REST
     default: break;
     }
-    for (int j = whole * UK_VEC_FLOATS; j < n; j++) {
-        float sum = 0.0f;
-        for (int64_t p = 0; p < args->k; p++)
-            sum += args->a[p * args->a_cs] * args->b[p * args->b_rs + j];
-        args->c[j] = args->beta != 0.0f ? args->alpha * sum + args->beta * args->c[j]
-                                         : args->alpha * sum;
+    uk_row_columns(args, whole * UK_VEC_FLOATS);
+}
+
+/* The row form for a B that streams from memory: UK_STREAM_ROWS rows of B
+ * at a time, each read across all the columns (eight long runs at once
+ * for the prefetchers), summed into C's row, which stays in L2. With the
+ * blocks above, 1x50257x768 (B 154 MB) drew 14-15 GB/s from memory at 1
+ * thread; this way, against oneDNN, 0.46 -> 1.00 (0.85 -> 1.22 at 2
+ * threads, bench/compare `compare-row-stream.md`). For a B in L3 the
+ * blocks were as fast or faster (1x4096x1024, a loop of each in process:
+ * 52 against 46 GB/s). */
+enum { UK_STREAM_ROWS = 8 };
+
+static void uk_row_stream(const ukernel_args *args)
+{
+    const int whole = args->n / UK_VEC_FLOATS * UK_VEC_FLOATS;
+    const int64_t k = args->k, b_rs = args->b_rs;
+    const float beta = args->beta;
+    float *c = args->c;
+    for (int64_t p0 = 0; p0 < k; p0 += UK_STREAM_ROWS) {
+        const int rows = k - p0 < UK_STREAM_ROWS ? (int)(k - p0) : UK_STREAM_ROWS;
+        float ap[UK_STREAM_ROWS];
+        for (int i = 0; i < rows; i++)
+            ap[i] = args->alpha * args->a[(p0 + i) * args->a_cs];
+        const float *b = args->b + p0 * b_rs;
+        for (int j = 0; j < whole; j += UK_VEC_FLOATS) {
+            /* C = sum of (alpha a) B + beta C: beta 0 never reads C */
+            uk_vec sum = p0 > 0         ? uk_load(c + j)
+                         : beta != 0.0f ? beta * uk_load(c + j)
+                                        : (uk_vec){0};
+            if (rows == UK_STREAM_ROWS) {
+#pragma GCC unroll 8
+                for (int i = 0; i < UK_STREAM_ROWS; i++)
+                    sum += ap[i] * uk_load(b + i * b_rs + j);
+            } else {
+                for (int i = 0; i < rows; i++)
+                    sum += ap[i] * uk_load(b + i * b_rs + j);
+            }
+            uk_store(c + j, sum);
+        }
     }
+    uk_row_columns(args, whole);
 }
 
 #define UK_DOT_MEMBER(MR, NJ)                                                     \

@@ -409,7 +409,7 @@ static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, in
 enum { ROW_CALL_COLUMNS = 1 << 24 };
 static void run_row_share(const gemm_call *c, const gemm_plan *p, int64_t n0, int64_t n1)
 {
-    ukernel_fn row = ukernel_row_lookup(p->isa);
+    ukernel_fn row = ukernel_row_lookup(p->isa, p->b_from_memory);
     for (int64_t j = n0; j < n1; j += ROW_CALL_COLUMNS) {
         ukernel_args args = {.k = c->K, .a = c->A, .a_cs = c->a_cs, .b = c->B + j * c->b_cs,
                              .b_rs = c->b_rs, .c = c->C + j, .ldc = c->ldc, .alpha = c->alpha,

@@ -139,8 +139,9 @@ typedef struct gemm_plan {
     bool dot;
     int dot_mr, dot_nj;
     /* One row of A times B with contiguous rows (M = 1): the row form
-     * (ukernel_row_lookup) over all of K, columns in units of one vector
-     * (nr = vec, npanels of them), split along N. */
+     * (ukernel_row_lookup; its streaming one where b_from_memory) over all
+     * of K, columns in units of one vector (nr = vec, npanels of them),
+     * split along N. */
     bool row;
     bool pack_a, pack_b;
     /* op(B) with contiguous rows that no cache keeps between calls: read

@@ -359,7 +359,7 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
  * quarter kilobyte. Against oneDNN, bench/compare (`compare-row-form.md`),
  * 1 thread (2): 1x3072x768 0.67 -> 0.98 (0.89 -> 1.00), bert-large's
  * one-row layers 0.55-0.77 -> 0.70-0.94 (0.62-1.01 -> 0.84-1.08); B in
- * L2 or from memory (1x768x768, 1x50257x768) level. */
+ * L2 (1x768x768) level. A B from memory takes its streaming body. */
 static bool row_form_plan(const gemm_shape *s)
 {
     return s->M == 1 && !s->transb && s->prepacked_kc == 0 && s->N > 0 && s->K > 0;
@@ -370,6 +370,7 @@ static bool row_form_plan(const gemm_shape *s)
 static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
 {
     p->row = true;
+    p->b_from_memory = s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
     p->kc = s->K;
     p->nr = m->vec;
     p->npanels = (s->N + m->vec - 1) / m->vec;
