@@ -139,6 +139,16 @@ static void zen4_by_hand(void)
     one_row.transb = true;
     plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
     CHECK(!p.row && p.dot, "1x3072x768 NT: dot tiles, not the row form");
+    /* Fewer rows than the dot tile's: the best member of that height
+     * (zen4: 4x5; 3x7, 2x8 and 1x8 below it), not the tile's remainder. */
+    for (int rows = 1; rows <= 4; rows++) {
+        static const int nj_for[5] = {0, 8, 8, 7, 5};
+        gemm_shape decode = {.M = rows, .N = 4096, .K = 4096, .transb = true};
+        plan_gemm_choice(&m, &decode, 1, &(plan_choice){0}, &p);
+        CHECK(p.dot && p.dot_mr == rows && p.dot_nj == nj_for[rows],
+              "%dx4096x4096 NT: dot tile %dx%d, want %dx%d", rows, p.dot_mr, p.dot_nj, rows,
+              nj_for[rows]);
+    }
     one_row.transb = false;
     one_row.prepacked_kc = m.kc;
     plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);

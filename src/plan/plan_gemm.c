@@ -324,6 +324,28 @@ static bool dot_product_plan(const plan_model *m, const gemm_shape *s)
     return 2 * s->N <= m->vec;
 }
 
+/* Fewer rows than the model's dot tile: the best member of that height,
+ * by the model's own comparison (more FMAs per load), which for 3 rows is
+ * 3x7, not the 3x5 remainder of a 4x5 tile. Llama-7B decoding against
+ * oneDNN, 1 thread (bench/compare `compare-few-rows-dot.md`): 3 rows
+ * 0.76-0.81 -> 0.90-0.93, 2 rows 0.88-0.96 -> 0.98-1.00. */
+static void few_rows_dot_tile(const plan_model *m, int rows, gemm_plan *p)
+{
+    int best = 0;
+    for (int nj = 1; nj <= UK_DOT_MAX_NJ; nj++) {
+        if (!ukernel_dot_lookup(m->hw.isa, rows, nj))
+            continue;
+        tile_verdict v = model_dot_verdict(m, rows, nj);
+        if (v.failed == TILE_RULE_PASSES &&
+            (best == 0 || model_compare_dot_tiles(v.latency_waived, rows, nj, rows, best) < 0))
+            best = nj;
+    }
+    if (best > 0) {
+        p->dot_mr = rows;
+        p->dot_nj = best;
+    }
+}
+
 /* Dot-product plans: column tiles split evenly over the threads, or row
  * tiles where there are fewer column tiles than threads (a matrix times
  * a vector: 1000x1x1000 ran on one of two threads). */
@@ -332,6 +354,8 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->dot = true;
     p->dot_mr = m->dot_mr;
     p->dot_nj = m->dot_nj;
+    if (s->M < m->dot_mr)
+        few_rows_dot_tile(m, (int)s->M, p);
     p->kc = s->K;
     p->npanels = (s->N + p->dot_nj - 1) / p->dot_nj;
     int64_t row_tiles = (s->M + p->dot_mr - 1) / p->dot_mr;
