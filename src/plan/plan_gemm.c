@@ -75,7 +75,7 @@ static const int IN_PLACE_PREFETCH_MAX_ROWS = 16;
  * 1-3 x 3072 x 1024 (B of 12 MiB, of a 32 MiB L3 other guests share)
  * 0.58-1.14 -> 0.56-1.09, hence the third. Not taken either: 5 rows
  * (0.96-1.00 in process), 8 rows (1.07-1.10), rows 3 or 9 KiB apart
- * (0.97-1.03). */
+ * (0.97-1.03). One row now takes the row form instead (plan_row). */
 static const int64_t UNPREFETCHED_MAX_ROWS = 4;
 /* Row tiles a thread from which a split along M of B read in place is
  * charged no ragged end (see the split below). */
