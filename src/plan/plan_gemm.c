@@ -553,7 +553,7 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
  * op(B) contiguous, not pre-packed), else by the rule of the comment
  * below. */
 static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan_choice *c,
-                            int nv, bool small_m)
+                            int nv, bool small_m, int threads)
 {
     if (s->transb || s->prepacked_kc > 0)
         return false;
@@ -575,6 +575,17 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * place cost where both were measured (1296x3072x768). */
     if (s->N > s->K)
         return small_m;
+    /* On more threads, deep or square B is read in place at any M: the
+     * threads split M and each reads the B block from the cache the other
+     * brought it to, where packed they split N and each packs all of A.
+     * Time in place split M / packed split N, 2 threads: 450x768x768
+     * 0.77, 384x768x3072 0.76 (packed split M 0.86, 0.95); 1 thread level
+     * (0.98-0.99); wider than deep, 512x3072x768, level (1.01); squares
+     * of 1000-2048, split M either way, level. Against oneDNN at 2
+     * threads (`compare-deep-b-in-place-2t.md`): 384 and 512 x 768 x 768
+     * and x 768 x 3072 0.70-0.84 -> 0.95-0.98, bert-base 1.04x. */
+    if (threads > 1)
+        return true;
     double copy_share = 4.0 * peak_flops(m) / ((double)s->M * m->pack_bytes_per_second);
     return small_m || copy_share > IN_PLACE_PENALTY;
 }
@@ -685,7 +696,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * next to the product. Packed weights are already in panels. A copy
      * that passes the L2 with its source is capped the same way
      * (copy_passes_l2). */
-    p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m);
+    p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m, threads);
     p->b_from_memory = !s->transb && s->prepacked_kc == 0 &&
                        s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
     bool streams_in_place = !p->pack_b && p->b_from_memory;
