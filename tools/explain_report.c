@@ -255,7 +255,7 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                      "follow its rows)"
                    : "read in place (copying it would cost more than reading in place)");
     /* explain's B is dense: its rows are N floats apart */
-    if (p->b_unprefetched_stride && s->N * (int64_t)sizeof(float) % p->b_unprefetched_stride == 0)
+    if (plan_b_unprefetched(p, s->N * (int64_t)sizeof(float)))
         printf("          B's rows lie a multiple of %lld bytes (the L1's way span) apart: "
                "not prefetched, the hardware prefetchers do better alone\n",
                (long long)p->b_unprefetched_stride);

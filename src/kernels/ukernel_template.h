@@ -3,11 +3,12 @@
  *
  * Each ISA file defines UK_VEC_FLOATS (floats per vector), UK_ROW_VECS and
  * UK_ROW_RESTS (the row form's widths, ukernel_sizes.h), includes this
- * file, and lists the (mr, nv) members it builds with UK_MEMBER. The body is a plain C function over GCC/Clang
- * vector extensions taking mr, nv and the A layout as arguments; every
- * member calls it with constants, so the compiler unrolls the loops and
- * keeps the mr x nv accumulators in registers. The file's target flags
- * (-mavx512f, -mavx2 -mfma, or none) decide which instructions that makes.
+ * file, and lists the (mr, nv) members it builds with UK_MEMBER. The body
+ * is a plain C function over GCC/Clang vector extensions taking mr, nv and
+ * the A layout as arguments; every member calls it with constants, so the
+ * compiler unrolls the loops and keeps the mr x nv accumulators in
+ * registers. The file's target flags (-mavx512f, -mavx2 -mfma, or none)
+ * decide which instructions that makes.
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -206,8 +206,7 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     } else {
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;
-        int64_t stride = c->b_rs * (int64_t)sizeof(float);
-        if (rows_close || (p->b_unprefetched_stride && stride % p->b_unprefetched_stride == 0))
+        if (rows_close || plan_b_unprefetched(p, c->b_rs * (int64_t)sizeof(float)))
             args->b_prefetch = 0;
     }
 }
@@ -405,7 +404,9 @@ static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, in
 }
 
 /* Row plans: columns [n0, n1) of one row of A times B, by the row form,
- * in calls of at most ROW_CALL_COLUMNS (its width is an int). */
+ * in calls of at most ROW_CALL_COLUMNS (its width is an int). No
+ * epilogue: only calls on pre-packed B carry one, and those never take
+ * the row form. */
 enum { ROW_CALL_COLUMNS = 1 << 24 };
 static void run_row_share(const gemm_call *c, const gemm_plan *p, int64_t n0, int64_t n1)
 {
@@ -416,10 +417,6 @@ static void run_row_share(const gemm_call *c, const gemm_plan *p, int64_t n0, in
                              .beta = c->beta, .m = 1, .n = (int)min64(ROW_CALL_COLUMNS, n1 - j)};
         row(&args);
     }
-    if (c->epilogue)
-        ukernel_epilogue(c->C + n0, c->ldc, 1, (int)(n1 - n0),
-                         c->epilogue->bias ? c->epilogue->bias + n0 : NULL,
-                         c->epilogue->activation);
 }
 
 static gemm_call batch_entry(const gemm_job *job, int64_t i)
@@ -597,7 +594,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     if (job.per_claim < 1)
         job.per_claim = 1;
 
-    job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot && !plan->row;
+    job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot;
 
     /* Scratch, acquired before anything is written: for every task, one
      * packed A micro-panel and (unless shared) a packed B block; for a

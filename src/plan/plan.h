@@ -153,7 +153,8 @@ typedef struct gemm_plan {
     bool whole_k;
     int b_prefetch;           /* rows of B the ukernel prefetches ahead */
     /* B read in place whose rows lie a multiple of this many bytes apart
-     * is not prefetched (0: always prefetched; see plan_gemm.c). */
+     * is not prefetched (0: always prefetched; see plan_gemm.c and
+     * plan_b_unprefetched). */
     int64_t b_unprefetched_stride;
     bool nc_half_l2;          /* nc cut so the B block fills at most half the L2 */
     /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
@@ -175,6 +176,13 @@ typedef struct gemm_plan {
     double calls;
     double predicted_seconds;
 } gemm_plan;
+
+/* Whether plan p leaves B, read in place with rows `row_bytes` apart (the
+ * call's ldb), unprefetched. */
+static inline bool plan_b_unprefetched(const gemm_plan *p, int64_t row_bytes)
+{
+    return p->b_unprefetched_stride > 0 && row_bytes % p->b_unprefetched_stride == 0;
+}
 
 
 /* Whether `batch` matrices of shape s are worth splitting over threads

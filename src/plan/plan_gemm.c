@@ -98,6 +98,21 @@ static const double IN_PLACE_PENALTY = 0.07;
 static const int64_t STREAM_B_L2S = 16;
 static const int64_t STREAM_KC = 32, STREAM_NC = 4096;
 
+/* Whether op(B) can be read in place: its rows contiguous (not B^T) and
+ * not pre-packed into panels. */
+static bool b_rows_in_place(const gemm_shape *s)
+{
+    return !s->transb && s->prepacked_kc == 0;
+}
+
+/* Whether op(B), rows contiguous and not pre-packed, comes from memory on
+ * every call (see STREAM_B_L2S). */
+static bool b_streams_from_memory(const plan_model *m, const gemm_shape *s)
+{
+    return b_rows_in_place(s) &&
+           s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
+}
+
 /* Records the knobs a plan was made with. Field by field into the plan,
  * which plan_gemm_choice zeroed: a compound literal's padding is
  * unspecified (clang copied stack bytes into it), and the plan cache and
@@ -386,7 +401,7 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
  * L2 (1x768x768) level. A B from memory takes its streaming body. */
 static bool row_form_plan(const gemm_shape *s)
 {
-    return s->M == 1 && !s->transb && s->prepacked_kc == 0 && s->N > 0 && s->K > 0;
+    return s->M == 1 && b_rows_in_place(s) && s->N > 0 && s->K > 0;
 }
 
 /* Row plans: the columns, in whole vectors, split evenly over the
@@ -394,7 +409,7 @@ static bool row_form_plan(const gemm_shape *s)
 static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
 {
     p->row = true;
-    p->b_from_memory = s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
+    p->b_from_memory = b_streams_from_memory(m, s);
     p->kc = s->K;
     p->nr = m->vec;
     p->npanels = (s->N + m->vec - 1) / m->vec;
@@ -432,8 +447,7 @@ static double peak_flops(const plan_model *m)
  * model's. */
 static bool widest_tile_may_read_b(const plan_model *m, const gemm_shape *s)
 {
-    return !s->transb && s->prepacked_kc == 0 && UK_MAX_NV > m->nv &&
-           m->bulk_mr[UK_MAX_NV] > 0;
+    return b_rows_in_place(s) && UK_MAX_NV > m->nv && m->bulk_mr[UK_MAX_NV] > 0;
 }
 
 /* A few rows reading B in place (a few tokens through a layer) take the
@@ -474,7 +488,7 @@ static bool short_tile_goes_wide(const plan_model *m, const gemm_shape *s)
 static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
 {
     int narrow_mr = m->bulk_mr[1];
-    return !s->transb && s->prepacked_kc == 0 && m->nv > 1 && s->M > m->mr &&
+    return b_rows_in_place(s) && m->nv > 1 && s->M > m->mr &&
            s->M <= narrow_mr && model_tile_verdict(m, narrow_mr, 1).failed == TILE_RULE_PASSES;
 }
 
@@ -555,7 +569,7 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
 static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan_choice *c,
                             int nv, bool small_m, int threads)
 {
-    if (s->transb || s->prepacked_kc > 0)
+    if (!b_rows_in_place(s))
         return false;
     if (c->pack_b == PLAN_B_IN_PLACE)
         return true;
@@ -697,8 +711,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * that passes the L2 with its source is capped the same way
      * (copy_passes_l2). */
     p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m, threads);
-    p->b_from_memory = !s->transb && s->prepacked_kc == 0 &&
-                       s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
+    p->b_from_memory = b_streams_from_memory(m, s);
     bool streams_in_place = !p->pack_b && p->b_from_memory;
     if (streams_in_place) {
         p->whole_k = false;
@@ -731,7 +744,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
         p->b_prefetch = IN_PLACE_PREFETCH_MAX_ROWS;
     const hw_cache *l3 = hw_data_cache(&m->hw, 3);
     p->b_unprefetched_stride = 0;
-    if (!p->pack_b && !s->transb && s->prepacked_kc == 0 && s->M <= UNPREFETCHED_MAX_ROWS &&
+    if (!p->pack_b && s->M <= UNPREFETCHED_MAX_ROWS &&
         l1 && l1->ways > 0 && l3 && s->K * s->N * (int64_t)sizeof(float) < l3->size_bytes / 3)
         p->b_unprefetched_stride = l1->size_bytes / l1->ways;
 
@@ -796,7 +809,7 @@ int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_ch
         more[k++] = (plan_choice){.kc = m->kc * 2};
     }
     more[k++] = (plan_choice){.nc = m->nc / 2};
-    if (!s->transb && s->prepacked_kc == 0) {
+    if (b_rows_in_place(s)) {
         more[k++] = (plan_choice){.pack_b = PLAN_B_IN_PLACE};
         more[k++] = (plan_choice){.pack_b = PLAN_B_PACKED};
     }
