@@ -382,6 +382,54 @@ static void avx2_by_hand(void)
 #endif
 }
 
+/* Zen 3 (AVX2, 16-wide main panels of one cache line, two FMA pipes):
+ * the rules measured there. */
+static void zen3_rules(void)
+{
+#if defined(__x86_64__)
+    hw_profile hw;
+    CHECK(hw_profile_preset(&hw, "zen3") == 0, "zen3 preset exists");
+    plan_model m;
+    CHECK(plan_model_init(&m, &hw) == 0, "zen3 model builds");
+    CHECK(m.nv == 2 && m.nr == 16, "zen3 panels %d wide, one line", m.nr);
+    gemm_plan p;
+    /* Panels a line wide are packed past a tile or two of rows, on any
+     * number of threads; fewer rows read B in place. */
+    struct { int64_t M, N, K; int threads; bool packed; } packs[] = {
+        {1024, 1024, 1024, 2, true}, {1024, 1024, 1024, 1, true}, {17, 1024, 1024, 1, true},
+        {450, 768, 768, 2, true},    {12, 1024, 1024, 2, false},  {8, 768, 768, 1, false},
+    };
+    for (size_t i = 0; i < sizeof packs / sizeof packs[0]; i++) {
+        gemm_shape s = {.M = packs[i].M, .N = packs[i].N, .K = packs[i].K};
+        plan_gemm_choice(&m, &s, packs[i].threads, &(plan_choice){0}, &p);
+        CHECK(p.pack_b == packs[i].packed, "zen3 %lldx%lldx%lld at %d threads: B %s",
+              (long long)s.M, (long long)s.N, (long long)s.K, packs[i].threads,
+              p.pack_b ? "packed" : "in place");
+    }
+    /* Three rows take 24-wide tiles (9 chains for 2 pipes of 4 cycles, where
+     * 16 wide holds 6); four rows keep the main width (8 chains). */
+    plan_gemm_choice(&m, &(gemm_shape){.M = 3, .N = 768, .K = 768}, 1, &(plan_choice){0}, &p);
+    CHECK(p.nv == 3, "zen3 3x768x768: %d vectors wide", p.nv);
+    plan_gemm_choice(&m, &(gemm_shape){.M = 4, .N = 768, .K = 768}, 1, &(plan_choice){0}, &p);
+    CHECK(p.nv == m.nv, "zen3 4x768x768: %d vectors wide", p.nv);
+    plan_gemm_choice(&m, &(gemm_shape){.M = 3, .N = 768, .K = 768, .transb = true}, 1,
+                     &(plan_choice){0}, &p);
+    CHECK(p.nv != 3, "zen3 3x768x768 with B^T: not the 24-wide rule");
+    /* B streamed in place (9.4 MB, over 16 of its L2s) is prefetched along
+     * its rows, also where its rows lie a multiple of 4 KiB apart and a
+     * few rows would otherwise leave it unprefetched. */
+    gemm_shape stream = {.M = 3, .N = 3072, .K = 768};
+    plan_gemm_choice(&m, &stream, 1, &(plan_choice){0}, &p);
+    CHECK(p.b_from_memory && !p.pack_b && p.kc == 32 && p.b_prefetch_along == 64 &&
+              !plan_b_unprefetched(&p, stream.N * (int64_t)sizeof(float)),
+          "zen3 3x3072x768 streams B, prefetched %d floats along its rows", p.b_prefetch_along);
+    gemm_shape cached = {.M = 3, .N = 768, .K = 768};
+    plan_gemm_choice(&m, &cached, 1, &(plan_choice){0}, &p);
+    CHECK(!p.pack_b && p.b_prefetch_along == 0 && p.b_prefetch > 0,
+          "zen3 3x768x768: B in place, prefetched rows ahead");
+#endif
+}
+
 /* The cheapest cover of `len` rows, by exhaustive recursion. */
 static double brute_cover(const plan_model *m, int nv, int len, double *memo)
 {
@@ -573,5 +621,6 @@ void suite_model(void)
     zen4_by_hand();
     whole_fma_units();
     avx2_by_hand();
+    zen3_rules();
     planner_invariants();
 }

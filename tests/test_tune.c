@@ -310,7 +310,7 @@ static void check_calibrated_choice(void)
     for (int i = 0; i < n; i++) {
         plan_gemm_choice(m, &s, 2, &variants[i], &p);
         if (rules.pack_b && !p.pack_b && variants[i].kc <= m->kc)
-            in_place_cheaper = in_place_cheaper || p.predicted_seconds < best.predicted_seconds;
+            in_place_cheaper = in_place_cheaper || p.predicted_seconds < rules.predicted_seconds;
         if (plan_variant_admissible(m, &rules, &variants[i]))
             cheapest = cheapest && 0.95 * best.predicted_seconds <= p.predicted_seconds;
     }

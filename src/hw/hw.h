@@ -83,8 +83,10 @@ int hw_isa_parse(const char *name);
 
 /* Builds a profile for a known machine without touching this one, so the
  * model can be unit-tested with hand-computed numbers:
- * "zen4" (AVX-512, 32 regs, L1 32K/8-way, L2 1M/8-way, L3 32M/16-way) and
- * "avx2-16" (AVX2, 16 regs, L1 32K/8-way, L2 256K/4-way, L3 8M/16-way). */
+ * "zen4" (AVX-512, 32 regs, L1 32K/8-way, L2 1M/8-way, L3 32M/16-way),
+ * "zen3" (AVX2, 16 regs, 2 FMA pipes, L1 32K/8-way, L2 512K/8-way, L3
+ * 32M/16-way) and "avx2-16" (AVX2, 16 regs, L1 32K/8-way, L2 256K/4-way,
+ * L3 8M/16-way). */
 int hw_profile_preset(hw_profile *p, const char *name);
 
 #endif /* TESSEL_HW_H */

@@ -480,6 +480,18 @@ int hw_profile_preset(hw_profile *p, const char *name)
         p->cores = 16;
         p->fma_latency_cycles = 4;
         p->fma_per_cycle = 1;
+    } else if (strcmp(name, "zen3") == 0) {
+        /* One Zen 3 CCD: 8 cores, 16 threads share its L3. Two 256-bit FMA
+         * pipes, latency 4; a 512 KiB L2. */
+        snprintf(p->cpu_name, sizeof p->cpu_name, "preset zen3");
+        p->has_avx2 = p->has_fma = true;
+        set_isa(p, HW_ISA_AVX2);
+        add_cache(p, 1, 'D', 32 << 10, 8, 1);
+        add_cache(p, 2, 'U', 512 << 10, 8, 1);
+        add_cache(p, 3, 'U', 32 << 20, 16, 16);
+        p->cores = 16;
+        p->fma_latency_cycles = 4;
+        p->fma_per_cycle = 2;
     } else if (strcmp(name, "avx2-16") == 0) {
         /* A client AVX2 core with 16 ymm registers (Haswell class): two
          * FMA pipes of latency 5, eight cores sharing the L3. */

@@ -22,8 +22,9 @@ enum { UK_MAX_MR = 16, UK_MAX_NV = 4, UK_DOT_MAX_MR = 4, UK_DOT_MAX_NJ = 8 };
  * a[i * a_rs + p * a_cs] (packed panels: a_rs 1, a_cs mr); row p of the B
  * micro-panel is the nr floats at b + p * b_rs, readable in full even past
  * n (packed panels are zero-filled there). B read in place has rows far
- * apart, which hardware prefetchers do not follow: b_prefetch asks for the
- * row that many steps ahead. With b_copy set, the ukernel also stores
+ * apart, which hardware prefetchers do not follow: with each row p the
+ * ukernel asks for the line b_prefetch floats past it (a multiple of b_rs:
+ * a row that many steps ahead; or less: further along the same row). With b_copy set, the ukernel also stores
  * each row of B it reads at b_copy + p * nr: a full-width B panel read
  * in place comes out packed for the tiles after it. The tile's top-left
  * element of C is c. Only m x n of the tile is written; beta == 0 never
@@ -34,7 +35,7 @@ typedef struct ukernel_args {
     int64_t a_rs, a_cs;
     const float *b;
     int64_t b_rs;
-    int b_prefetch;  /* rows of B to prefetch ahead (B read in place), or 0 */
+    int64_t b_prefetch; /* floats past each row of B read to prefetch, or 0 */
     float *b_copy;   /* where to store the B rows read, packed; or NULL */
     float *c;
     int64_t ldc;

@@ -113,7 +113,7 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
     const int64_t a_step = a_packed ? mr : args->a_cs;
     const int64_t b_rs = args->b_rs;
 
-    const int64_t b_ahead = args->b_prefetch * b_rs;
+    const int64_t b_ahead = args->b_prefetch;
     /* Rows of B that do not start on a cache line (a malloc'd matrix is
      * 16-byte aligned) end in one line more than their vectors start in:
      * it is asked for too, or every row waits on it. (64x768x3072, B in

@@ -181,21 +181,22 @@ static bool panel_from_first_tile(const gemm_call *c, const gemm_plan *p, int co
  * bytes apart), M = 43, 81, 128, 256: 0.90, 0.90, 0.90-0.93, 0.92-0.93;
  * 128x128x256 (512 bytes) 0.90. 32-wide tiles were level at 256-512
  * bytes, and lost 3% without it at a kilobyte (128x256x256), 9% at 2 KB
- * and 30-40% at 3 KB and more. */
+ * and 30-40% at 3 KB and more. B streamed from memory is prefetched
+ * along its rows instead (plan_gemm.c, STREAM_PREFETCH_BYTES), wherever
+ * they lie. */
 static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t jr,
                        int cols, int64_t pc, int64_t kb, float *b_buf, bool first_tile,
                        ukernel_args *args)
 {
     args->b_rs = panel_width(p, cols);
-    args->b_prefetch = p->b_prefetch;
+    args->b_prefetch = p->b_prefetch * args->b_rs;
     args->b_copy = NULL;
     bool rows_close = c->b_rs * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
     if (first_tile && cols == p->nr && packs_on_first_use(c, p)) {
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;
         args->b_copy = b_buf + jr * p->nr * kb;
-        if (rows_close)
-            args->b_prefetch = 0;
+        args->b_prefetch = rows_close ? 0 : p->b_prefetch * c->b_rs;
     } else if (c->packed) {
         int64_t panel = jc / p->nr + jr;
         args->b = c->packed->data + pc * c->packed->n_padded + panel * p->nr * kb;
@@ -206,8 +207,12 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     } else {
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;
-        if (rows_close || plan_b_unprefetched(p, c->b_rs * (int64_t)sizeof(float)))
+        if (p->b_prefetch_along)
+            args->b_prefetch = p->b_prefetch_along;
+        else if (rows_close || plan_b_unprefetched(p, c->b_rs * (int64_t)sizeof(float)))
             args->b_prefetch = 0;
+        else
+            args->b_prefetch = p->b_prefetch * c->b_rs;
     }
 }
 

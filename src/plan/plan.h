@@ -152,6 +152,9 @@ typedef struct gemm_plan {
     /* One or two B panels: K runs in one block (see plan_gemm.c). */
     bool whole_k;
     int b_prefetch;           /* rows of B the ukernel prefetches ahead */
+    /* B streamed in place (b_from_memory): floats ahead along each row
+     * to prefetch instead of rows ahead (see plan_gemm.c), or 0. */
+    int b_prefetch_along;
     /* B read in place whose rows lie a multiple of this many bytes apart
      * is not prefetched (0: always prefetched; see plan_gemm.c and
      * plan_b_unprefetched). */

@@ -97,6 +97,14 @@ static const double IN_PLACE_PENALTY = 0.07;
  * / streamed in place went from 1.13-1.17 to 0.86-0.87. */
 static const int64_t STREAM_B_L2S = 16;
 static const int64_t STREAM_KC = 32, STREAM_NC = 4096;
+/* Such a block is read panel by panel: a line or a few of each of its 32
+ * rows, then the next few along. The rows are asked for this many bytes
+ * ahead along themselves (four lines), not rows ahead. Time with / without
+ * (rows ahead, or none where the rule of UNPREFETCHED_MAX_ROWS says so),
+ * AMD EPYC (Zen 3, 16-wide panels, B of 9.4 MB: 16 of its 512 KiB L2s),
+ * 1 thread: 8x768x3072 0.41-0.50, 3x3072x768 0.26-0.41. Two lines ahead
+ * did as well on one shape, one line and six lost (0.6-0.9). */
+static const int STREAM_PREFETCH_BYTES = 256;
 
 /* Whether op(B) can be read in place: its rows contiguous (not B^T) and
  * not pre-packed into panels. */
@@ -492,6 +500,26 @@ static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
            s->M <= narrow_mr && model_tile_verdict(m, narrow_mr, 1).failed == TILE_RULE_PASSES;
 }
 
+/* Rows fewer than one tile, where the main width gives them fewer
+ * accumulators than the FMA pipes keep in flight (latency times issue
+ * rate), take the widest tile that covers them in one: 3 rows of AVX2's
+ * 16 wide hold 6 chains for 2 pipes of 4 cycles, 24 wide 9. Time 24 / 16
+ * wide, B in place, AMD EPYC (Zen 3), 1 thread: 3 x 768 x 768, x 2304 x
+ * 768, x 768 x 3072 0.92-0.94, 0.92, 0.86-0.89 (0.89 / 0.88 at 2 threads
+ * in the top-8 run). The width, or 0 where the rule does not apply
+ * (where one FMA pipe needs 4 chains, as on AVX-512 here, only one row
+ * would, and one row takes the row form). */
+static int few_rows_width(const plan_model *m, const gemm_shape *s)
+{
+    double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
+    if (!b_rows_in_place(s) || (double)(s->M * m->nv) >= in_flight)
+        return 0;
+    for (int nv = UK_MAX_NV; nv > m->nv; nv--)
+        if (m->bulk_mr[nv] >= s->M && s->N >= nv * m->vec)
+            return nv;
+    return 0;
+}
+
 /* Whether B is read in place by the widest tile (64 wide on AVX-512)
  * because its rows are short: N a multiple of that width, rows close
  * enough together that the hardware prefetchers follow them (taking ldb
@@ -556,6 +584,8 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
         return (int)one_panel;
     if (c->nv == 0 && (short_tile_goes_wide(m, s) || short_b_rows_go_wide(m, s)))
         return UK_MAX_NV;
+    if (c->nv == 0 && few_rows_width(m, s) > 0)
+        return few_rows_width(m, s);
     if (c->nv == 0 && one_narrow_tile_covers(m, s))
         return 1;
     if (c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
@@ -577,6 +607,16 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
         return false;
     if (short_b_rows_go_wide(m, s) && nv == UK_MAX_NV)
         return true;
+    /* Panels one cache line wide (AVX2's 16 floats) read in place take
+     * each k step's line from a new row of B, a new page where rows lie
+     * 4 KiB or more apart; the rules below were measured on panels of two
+     * lines and more (AVX-512). Time packed / in place, AMD EPYC (Zen 3),
+     * best of the top 8 plans, 1 / 2 threads: 17-128 x 1024 x 1024
+     * 0.65-0.83 / 0.65-0.85, 31-256 x 768 x 768 0.89-0.95 / 0.93-0.94,
+     * 512^3 and 1024^3 0.80 / 0.66. Only a tile or two of rows, which
+     * read B once or twice, stay in place. */
+    if (nv * m->vec * (int64_t)sizeof(float) <= model_l1(m).line_bytes)
+        return small_m;
     /* B is packed by the first row tile as it reads it (ops/gemm.c), so
      * the copy costs little more than its stores. B wider than deep is
      * then worth packing from small M up: time in place / packed, 1 and 2
@@ -717,6 +757,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
         p->whole_k = false;
         p->kc = even_kc(STREAM_KC, s->K);
         p->nc = (STREAM_NC + p->nr - 1) / p->nr * p->nr;
+        p->b_prefetch_along = STREAM_PREFETCH_BYTES / (int)sizeof(float);
     }
     /* The rules' nc is a bound; the blocks are made equal under it. With
      * B packed, 1 thread, time evened / not: 40, 64, 96 x 2304 x 768
@@ -744,7 +785,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
         p->b_prefetch = IN_PLACE_PREFETCH_MAX_ROWS;
     const hw_cache *l3 = hw_data_cache(&m->hw, 3);
     p->b_unprefetched_stride = 0;
-    if (!p->pack_b && s->M <= UNPREFETCHED_MAX_ROWS &&
+    if (!p->pack_b && !streams_in_place && s->M <= UNPREFETCHED_MAX_ROWS &&
         l1 && l1->ways > 0 && l3 && s->K * s->N * (int64_t)sizeof(float) < l3->size_bytes / 3)
         p->b_unprefetched_stride = l1->size_bytes / l1->ways;
 
