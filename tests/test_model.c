@@ -132,7 +132,18 @@ static void zen4_by_hand(void)
               p.bounds[2] == 192,
           "1x3072x768 at 2 threads: row form %d, %d threads, columns to %lld and %lld",
           p.row, p.threads, (long long)p.bounds[1] * p.nr, (long long)p.bounds[2] * p.nr);
-    CHECK(!p.b_from_memory, "1x3072x768: B from cache");
+    /* The row form streams B where each thread's columns of it outgrow
+     * the L2 (1 MiB on this preset), and reads blocks of its rows where
+     * they fit. */
+    CHECK(p.b_from_memory, "1x3072x768 at 2 threads: 4.5 MiB of B a thread, streamed");
+    gemm_shape small_row = {.M = 1, .N = 256, .K = 768};
+    plan_gemm_choice(&m, &small_row, 1, &(plan_choice){0}, &p);
+    CHECK(p.row && !p.b_from_memory, "1x256x768: 768 KiB of B, read in blocks");
+    small_row.N = 512;
+    plan_gemm_choice(&m, &small_row, 2, &(plan_choice){0}, &p);
+    CHECK(p.row && !p.b_from_memory, "1x512x768 at 2 threads: 768 KiB a thread, in blocks");
+    plan_gemm_choice(&m, &small_row, 1, &(plan_choice){0}, &p);
+    CHECK(p.row && p.b_from_memory, "1x512x768 at 1 thread: 1.5 MiB of B, streamed");
     gemm_shape head_row = {.M = 1, .N = 50257, .K = 768};
     plan_gemm_choice(&m, &head_row, 1, &(plan_choice){0}, &p);
     CHECK(p.row && p.b_from_memory, "1x50257x768: the row form, B streaming from memory");

@@ -229,8 +229,8 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
     }
     if (p->row && p->b_from_memory)
         printf("plan      row form, streaming: one row of A times B, both read in place, "
-               "nothing packed; B comes from memory, so 8 of its rows at a time are read "
-               "whole and summed into C's row in L2\n");
+               "nothing packed; each thread's share of B outgrows its L2, so 8 of its rows "
+               "at a time are read whole and summed into C's row in L2\n");
     else if (p->row)
         printf("plan      row form: one row of A times B, both read in place, nothing packed; "
                "each row of B read a block of C's row at a time, a run the hardware "

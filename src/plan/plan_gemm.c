@@ -412,18 +412,36 @@ static bool row_form_plan(const gemm_shape *s)
     return s->M == 1 && b_rows_in_place(s) && s->N > 0 && s->K > 0;
 }
 
+/* Whether each thread's columns of B outgrow its L2, so that the row
+ * form reads them from L3 or memory on every call: it then takes its
+ * streaming body, whose runs along whole rows the L2's prefetcher
+ * follows, rather than a kilobyte of each row at a time. Time streaming /
+ * blocks, Intel Xeon (model 207, L2 2 MiB, L3 reads 29 GB/s), in
+ * process, 1 thread: 1x768x768 (B 2.3 MB) 0.75-0.85, 1x1024x1024 0.85-0.90,
+ * 1x2304x768 0.80-0.86, 1x3072x768 0.77-0.83, 1x4096x1024 0.75-0.83, 1x1024x4096 0.73-0.79; B
+ * inside the L2, 1x512x768 0.92-1.05 and 1x256x768 1.17-1.40. 2 threads:
+ * 1x768x768 (1.2 MB a thread) 1.00-1.24, 1x1024x1024 (2 MB) 0.77-0.88,
+ * 1x3072x768 0.70-0.72. (On the AMD EPYC, Zen 4 with 1 MiB of L2, the
+ * blocks read a 16 MB B at 52 GB/s against the stream's 46: not checked
+ * there since.) */
+static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int threads)
+{
+    int64_t cols = (s->N + threads - 1) / threads;
+    return s->K * cols * (int64_t)sizeof(float) > m->l2_bytes;
+}
+
 /* Row plans: the columns, in whole vectors, split evenly over the
  * threads; K runs whole, nothing is packed. */
 static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
 {
     p->row = true;
-    p->b_from_memory = b_streams_from_memory(m, s);
     p->kc = s->K;
     p->nr = m->vec;
     p->npanels = (s->N + m->vec - 1) / m->vec;
     p->ntiles = 1;
     p->split = 'N';
     p->threads = threads < p->npanels ? threads : (int)p->npanels;
+    p->b_from_memory = b_streams_from_memory(m, s) || row_b_outgrows_l2(m, s, p->threads);
     for (int t = 0; t <= p->threads; t++)
         p->bounds[t] = p->npanels * t / p->threads;
     set_choice(p, p->kc, 0, PLAN_B_RULES, p->split);
