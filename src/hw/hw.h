@@ -82,7 +82,8 @@ const char *hw_isa_name(hw_isa isa);
 int hw_isa_parse(const char *name);
 
 /* Builds a profile for a known machine without touching this one, so the
- * model can be unit-tested with hand-computed numbers:
+ * model can be unit-tested with hand-computed numbers (the PRESETS table
+ * in probe.c):
  * "zen4" (AVX-512, 32 regs, L1 32K/8-way, L2 1M/8-way, L3 32M/16-way),
  * "zen3" (AVX2, 16 regs, 2 FMA pipes, L1 32K/8-way, L2 512K/8-way, L3
  * 32M/16-way) and "avx2-16" (AVX2, 16 regs, L1 32K/8-way, L2 256K/4-way,

@@ -461,52 +461,51 @@ static void add_cache(hw_profile *p, int level, char type, int64_t size, int way
     c->shared_by = shared_by;
 }
 
+/* The presets: machines the tests plan for without owning them. Cache
+ * sizes in KiB; every level 64-byte lines, L1 and L2 private. */
+typedef struct hw_preset {
+    const char *name;
+    hw_isa isa;
+    int l1_kib, l1_ways, l2_kib, l2_ways, l3_kib, l3_ways, l3_shared_by;
+    int cores;
+    double fma_latency_cycles, fma_per_cycle;
+} hw_preset;
+
+static const hw_preset PRESETS[] = {
+    /* One Zen 4 CCD: 8 cores, 16 threads share its L3. One 512-bit FMA
+     * per cycle (two 256-bit pipes), latency 4. */
+    {"zen4", HW_ISA_AVX512, 32, 8, 1024, 8, 32 << 10, 16, 16, 16, 4, 1},
+    /* One Zen 3 CCD: 8 cores, 16 threads share its L3. Two 256-bit FMA
+     * pipes, latency 4; a 512 KiB L2. */
+    {"zen3", HW_ISA_AVX2, 32, 8, 512, 8, 32 << 10, 16, 16, 16, 4, 2},
+    /* A client AVX2 core with 16 ymm registers (Haswell class): two FMA
+     * pipes of latency 5, eight cores sharing the L3. */
+    {"avx2-16", HW_ISA_AVX2, 32, 8, 256, 4, 8 << 10, 16, 8, 8, 5, 2},
+};
+
 int hw_profile_preset(hw_profile *p, const char *name)
 {
     memset(p, 0, sizeof *p);
     if (!name)
         return -1;
-    snprintf(p->arch, sizeof p->arch, "x86_64");
-    if (strcmp(name, "zen4") == 0) {
-        /* One Zen 4 CCD: 8 cores, 16 threads share its L3. One 512-bit FMA
-         * per cycle (two 256-bit pipes), latency 4. */
-        snprintf(p->cpu_name, sizeof p->cpu_name, "preset zen4");
-        p->has_avx2 = p->has_fma = true;
-        p->has_avx512f = p->has_avx512bw = p->has_avx512vl = p->has_avx512bf16 = true;
-        set_isa(p, HW_ISA_AVX512);
-        add_cache(p, 1, 'D', 32 << 10, 8, 1);
-        add_cache(p, 2, 'U', 1 << 20, 8, 1);
-        add_cache(p, 3, 'U', 32 << 20, 16, 16);
-        p->cores = 16;
-        p->fma_latency_cycles = 4;
-        p->fma_per_cycle = 1;
-    } else if (strcmp(name, "zen3") == 0) {
-        /* One Zen 3 CCD: 8 cores, 16 threads share its L3. Two 256-bit FMA
-         * pipes, latency 4; a 512 KiB L2. */
-        snprintf(p->cpu_name, sizeof p->cpu_name, "preset zen3");
-        p->has_avx2 = p->has_fma = true;
-        set_isa(p, HW_ISA_AVX2);
-        add_cache(p, 1, 'D', 32 << 10, 8, 1);
-        add_cache(p, 2, 'U', 512 << 10, 8, 1);
-        add_cache(p, 3, 'U', 32 << 20, 16, 16);
-        p->cores = 16;
-        p->fma_latency_cycles = 4;
-        p->fma_per_cycle = 2;
-    } else if (strcmp(name, "avx2-16") == 0) {
-        /* A client AVX2 core with 16 ymm registers (Haswell class): two
-         * FMA pipes of latency 5, eight cores sharing the L3. */
-        snprintf(p->cpu_name, sizeof p->cpu_name, "preset avx2-16");
-        p->has_avx2 = p->has_fma = true;
-        set_isa(p, HW_ISA_AVX2);
-        add_cache(p, 1, 'D', 32 << 10, 8, 1);
-        add_cache(p, 2, 'U', 256 << 10, 4, 1);
-        add_cache(p, 3, 'U', 8 << 20, 16, 8);
-        p->cores = 8;
-        p->fma_latency_cycles = 5;
-        p->fma_per_cycle = 2;
-    } else {
+    const hw_preset *preset = NULL;
+    for (size_t i = 0; i < sizeof PRESETS / sizeof PRESETS[0]; i++)
+        if (strcmp(name, PRESETS[i].name) == 0)
+            preset = &PRESETS[i];
+    if (!preset)
         return -1;
-    }
+    snprintf(p->arch, sizeof p->arch, "x86_64");
+    snprintf(p->cpu_name, sizeof p->cpu_name, "preset %s", preset->name);
+    p->has_avx2 = p->has_fma = true;
+    if (preset->isa == HW_ISA_AVX512)
+        p->has_avx512f = p->has_avx512bw = p->has_avx512vl = p->has_avx512bf16 = true;
+    set_isa(p, preset->isa);
+    add_cache(p, 1, 'D', (int64_t)preset->l1_kib << 10, preset->l1_ways, 1);
+    add_cache(p, 2, 'U', (int64_t)preset->l2_kib << 10, preset->l2_ways, 1);
+    add_cache(p, 3, 'U', (int64_t)preset->l3_kib << 10, preset->l3_ways, preset->l3_shared_by);
+    p->cores = preset->cores;
+    p->fma_latency_cycles = preset->fma_latency_cycles;
+    p->fma_per_cycle = preset->fma_per_cycle;
     p->fingerprint = fingerprint(p);
     return 0;
 }
