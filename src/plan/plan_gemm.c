@@ -80,8 +80,11 @@ static const int64_t UNPREFETCHED_MAX_ROWS = 4;
 /* Row tiles a thread from which a split along M of B read in place is
  * charged no ragged end (see the split below). */
 static const int64_t IN_PLACE_M_MIN_TILES = 2;
-/* The extra time of reading B in place over packed panels (measured). */
+/* The extra time of reading B in place over packed panels (measured;
+ * see b_read_in_place). */
 static const double IN_PLACE_PENALTY = 0.07;
+/* Rows from which deep or square B is packed on more threads too. */
+static const int64_t SHARED_IN_PLACE_MAX_ROWS = 1024;
 /* B that no cache keeps between calls (larger than this many L2s) comes
  * from memory at the speed of the hardware prefetchers, which follow a
  * few dozen streams, one per row. Read in place, its block is a few rows
@@ -644,7 +647,12 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * There the older rule stands: the copy moves 8 bytes per element of
      * B, the product does 2 M flops per element, so its share of the time
      * is 4 peak / (M * pack bandwidth), against the 7% that reading in
-     * place cost where both were measured (1296x3072x768). */
+     * place cost where both were measured (1296x3072x768). On the Xeon
+     * (model 207) a quarter instead (packing from 148 rows) made the
+     * calibrated plans 2-3% faster against oneDNN on bert-base and
+     * dietcode at 1 thread but the rules' plans (TESSEL_DB=off) 5-6%
+     * slower on dietcode and bert-large
+     * (`2026-12-02-compare-pack-deep-b.md`): not taken. */
     if (s->N > s->K)
         return small_m;
     /* On more threads, deep or square B is read in place at any M: the
@@ -655,9 +663,15 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * (0.98-0.99); wider than deep, 512x3072x768, level (1.01); squares
      * of 1000-2048, split M either way, level. Against oneDNN at 2
      * threads (`compare-deep-b-in-place-2t.md`): 384 and 512 x 768 x 768
-     * and x 768 x 3072 0.70-0.84 -> 0.95-0.98, bert-base 1.04x. */
+     * and x 768 x 3072 0.70-0.84 -> 0.95-0.98, bert-base 1.04x. From
+     * about a thousand rows packing wins again (the Xeon, model 207, 2
+     * threads, time packed / in place in one process: dietcode's
+     * 1296-2048 rows 0.84-1.03, most 0.90-0.96; squares of 1000-2048
+     * 0.78-1.02; 450-512 x 768 still 0.99-1.29). Against oneDNN
+     * (`2026-12-02-compare-pack-deep-b.md`, 2 threads): squares 1.16x,
+     * dietcode 1.01x, bert-base and bert-large level. */
     if (threads > 1)
-        return true;
+        return s->M < SHARED_IN_PLACE_MAX_ROWS;
     double copy_share = 4.0 * peak_flops(m) / ((double)s->M * m->pack_bytes_per_second);
     return small_m || copy_share > IN_PLACE_PENALTY;
 }
