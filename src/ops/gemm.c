@@ -189,14 +189,16 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
                        ukernel_args *args)
 {
     args->b_rs = panel_width(p, cols);
-    args->b_prefetch = p->b_prefetch * args->b_rs;
     args->b_copy = NULL;
+    /* Rows ahead, as the plan says, or floats ahead along each row. */
+    int64_t rows_ahead = p->b_prefetch, along = 0;
     bool rows_close = c->b_rs * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
     if (first_tile && cols == p->nr && packs_on_first_use(c, p)) {
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;
         args->b_copy = b_buf + jr * p->nr * kb;
-        args->b_prefetch = rows_close ? 0 : p->b_prefetch * c->b_rs;
+        if (rows_close)
+            rows_ahead = 0;
     } else if (c->packed) {
         int64_t panel = jc / p->nr + jr;
         args->b = c->packed->data + pc * c->packed->n_padded + panel * p->nr * kb;
@@ -207,13 +209,11 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     } else {
         args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
         args->b_rs = c->b_rs;
-        if (p->b_prefetch_along)
-            args->b_prefetch = p->b_prefetch_along;
-        else if (rows_close || plan_b_unprefetched(p, c->b_rs * (int64_t)sizeof(float)))
-            args->b_prefetch = 0;
-        else
-            args->b_prefetch = p->b_prefetch * c->b_rs;
+        along = p->b_prefetch_along;
+        if (rows_close || plan_b_unprefetched(p, c->b_rs * (int64_t)sizeof(float)))
+            rows_ahead = 0;
     }
+    args->b_prefetch = along ? along : rows_ahead * args->b_rs;
 }
 
 /* A shared-B run that reads B in place still packs the masked last panel

@@ -421,8 +421,9 @@ static bool row_form_plan(const gemm_shape *s)
  * follows, rather than a kilobyte of each row at a time. Time streaming /
  * blocks, Intel Xeon (model 207, L2 2 MiB, L3 reads 29 GB/s), in
  * process, 1 thread: 1x768x768 (B 2.3 MB) 0.75-0.85, 1x1024x1024 0.85-0.90,
- * 1x2304x768 0.80-0.86, 1x3072x768 0.77-0.83, 1x4096x1024 0.75-0.83, 1x1024x4096 0.73-0.79; B
- * inside the L2, 1x512x768 0.92-1.05 and 1x256x768 1.17-1.40. 2 threads:
+ * 1x2304x768 0.80-0.86, 1x3072x768 0.77-0.83, 1x4096x1024 0.75-0.83,
+ * 1x1024x4096 0.73-0.79; B inside the L2, 1x512x768 0.92-1.05 and
+ * 1x256x768 1.17-1.40. 2 threads:
  * 1x768x768 (1.2 MB a thread) 1.00-1.24, 1x1024x1024 (2 MB) 0.77-0.88,
  * 1x3072x768 0.70-0.72. (On the AMD EPYC, Zen 4 with 1 MiB of L2, the
  * blocks read a 16 MB B at 52 GB/s against the stream's 46: not checked
@@ -605,8 +606,9 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
         return (int)one_panel;
     if (c->nv == 0 && (short_tile_goes_wide(m, s) || short_b_rows_go_wide(m, s)))
         return UK_MAX_NV;
-    if (c->nv == 0 && few_rows_width(m, s) > 0)
-        return few_rows_width(m, s);
+    int few_rows_nv = c->nv == 0 ? few_rows_width(m, s) : 0;
+    if (few_rows_nv > 0)
+        return few_rows_nv;
     if (c->nv == 0 && one_narrow_tile_covers(m, s))
         return 1;
     if (c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
