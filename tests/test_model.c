@@ -164,9 +164,9 @@ static void zen4_by_hand(void)
     one_row.prepacked_kc = m.kc;
     plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
     CHECK(!p.row, "1x3072x768 with B pre-packed: not the row form");
-    /* Deep or square B on more threads is read in place, the threads
-     * splitting M; on one thread it is packed, and wider-than-deep B is
-     * packed on two as well. */
+    /* B on more threads is read in place below 1024 rows, the threads
+     * splitting M, wide or deep; on one thread both are packed, and from
+     * 1024 rows on two. */
     gemm_shape deep_b = {.M = 450, .N = 768, .K = 768};
     plan_gemm_choice(&m, &deep_b, 2, &(plan_choice){0}, &p);
     CHECK(!p.pack_b && p.split == 'M', "450x768x768 at 2 threads: B %s, split %c",
@@ -175,7 +175,13 @@ static void zen4_by_hand(void)
     CHECK(p.pack_b, "450x768x768 at 1 thread: B packed");
     gemm_shape wide_b = {.M = 512, .N = 3072, .K = 768};
     plan_gemm_choice(&m, &wide_b, 2, &(plan_choice){0}, &p);
-    CHECK(p.pack_b, "512x3072x768 at 2 threads: B packed");
+    CHECK(!p.pack_b && p.split == 'M', "512x3072x768 at 2 threads: B %s, split %c",
+          p.pack_b ? "packed" : "in place", p.split);
+    plan_gemm_choice(&m, &wide_b, 1, &(plan_choice){0}, &p);
+    CHECK(p.pack_b, "512x3072x768 at 1 thread: B packed");
+    wide_b.M = 1296;
+    plan_gemm_choice(&m, &wide_b, 2, &(plan_choice){0}, &p);
+    CHECK(p.pack_b, "1296x3072x768 at 2 threads: B packed");
     hw_profile two_pipes = hw;
     two_pipes.fma_per_cycle = 2.0;
     plan_model m2;

@@ -56,6 +56,7 @@ static void print_help(void)
            "  --samples N          N measurements (at most 32; default 32)\n"
            "  --list               list the stored calibrations and exit\n"
            "  --verbose            print each held-out shape's predicted and measured time\n"
+           "                       (with --shapes: every measured plan and its model terms)\n"
            "  --no-store           measure and report, store nothing\n\n"
            "Shape files have lines 'family M N K transa transb' ('#' comments),\n"
            "as in bench/shapes/.\n",
@@ -368,6 +369,30 @@ static int run_transfer(const tune_options *o, tune_session *t)
     return CLI_OK;
 }
 
+/* --verbose: every measured plan of a shape with its predicted time and
+ * the weighted terms the prediction sums (in microseconds), so a wrong
+ * ranking shows which term misjudged it. */
+static void print_candidates(const tune_session *t, const gemm_shape *s, const tune_candidate *c,
+                             int k)
+{
+    const cost_model *cm = &t->model->cost;
+    for (int j = 0; j < k; j++) {
+        gemm_plan p;
+        double f[COST_NFEATURES], g[COST_NFEATURES];
+        char text[96];
+        plan_gemm_choice(t->model, s, t->bench.env.threads, &c[j].choice, &p);
+        plan_cost_features(t->model, s, &p, f);
+        cost_effective(f, cm->overlap, g);
+        plan_choice_format(&c[j].choice, text, sizeof text);
+        printf("      %-44s predicted %9.1f measured %9.1f us:", text, c[j].predicted * 1e6,
+               c[j].measured * 1e6);
+        for (int i = 0; i < COST_NFEATURES; i++)
+            if (cm->coef[i] * g[i] >= 0.05e-6)
+                printf(" %s %.1f", cost_feature_name(i), cm->coef[i] * g[i] * 1e6);
+        printf("\n");
+    }
+}
+
 /* Per-shape tuning. The model's plan is what plan_gemm gives (the rules'
  * plan, or the cheapest predicted once calibrated); it is measured with
  * the top K and judged against their best. */
@@ -436,6 +461,8 @@ static int run_shapes(const tune_options *o, tune_session *t)
             model_time = best;
         }
         within += model_time <= 1.05 * best;
+        if (o->verbose)
+            print_candidates(t, s, c, k);
         char text[96], name[64];
         plan_choice_format(&c[best_i].choice, text, sizeof text);
         snprintf(name, sizeof name, "%lldx%lldx%lld %c%c", (long long)s->M, (long long)s->N,

@@ -655,9 +655,9 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * dietcode at 1 thread but the rules' plans (TESSEL_DB=off) 5-6%
      * slower on dietcode and bert-large
      * (`2026-12-02-compare-pack-deep-b.md`): not taken. */
-    if (s->N > s->K)
+    if (s->N > s->K && threads == 1)
         return small_m;
-    /* On more threads, deep or square B is read in place at any M: the
+    /* On more threads, B is read in place up to about a thousand rows: the
      * threads split M and each reads the B block from the cache the other
      * brought it to, where packed they split N and each packs all of A.
      * Time in place split M / packed split N, 2 threads: 450x768x768
@@ -671,7 +671,10 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * 1296-2048 rows 0.84-1.03, most 0.90-0.96; squares of 1000-2048
      * 0.78-1.02; 450-512 x 768 still 0.99-1.29). Against oneDNN
      * (`2026-12-02-compare-pack-deep-b.md`, 2 threads): squares 1.16x,
-     * dietcode 1.01x, bert-base and bert-large level. */
+     * dietcode 1.01x, bert-base and bert-large level. B wider than deep
+     * too, on the Xeon: tessel / oneDNN, 16-992 x 2304 and 3072 x 768, 2
+     * threads, 1.07x, 43-300 rows 1.05-1.52x
+     * (`2026-12-02-compare-wide-b-in-place-2t.md`). */
     if (threads > 1)
         return s->M < SHARED_IN_PLACE_MAX_ROWS;
     double copy_share = 4.0 * peak_flops(m) / ((double)s->M * m->pack_bytes_per_second);
