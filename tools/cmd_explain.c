@@ -6,7 +6,9 @@
  * call makes (same context, same shape key, same planner), its row runs,
  * column panels, ukernels and thread split; a picture of the
  * tessellation (explain_draw.c); and the predicted time against a
- * measured median.
+ * measured median. With --packed, all of it for the pre-packed call
+ * (tessel_sgemm_pack_b once, then tessel_sgemm_packed), which an
+ * inference runtime makes for constant weights.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -20,7 +22,7 @@
 #include "plan/candidates.h"
 
 static const char usage[] =
-    "tessel explain gemm M N K [--trans NT] [--threads T] [--svg FILE] [--no-measure]";
+    "tessel explain gemm M N K [--trans NT] [--threads T] [--packed] [--svg FILE] [--no-measure]";
 
 static void print_help(void)
 {
@@ -34,6 +36,8 @@ static void print_help(void)
            "  --trans XY     op(A), op(B): N (as stored) or T (transposed); default NN\n"
            "  --threads T    threads of the context; 0 (default) = TESSEL_NUM_THREADS\n"
            "                 or every core this process may run on\n"
+           "  --packed       the pre-packed call: B packed once (tessel_sgemm_pack_b),\n"
+           "                 the plan and time of tessel_sgemm_packed\n"
            "  --svg FILE     also draw the tessellation as SVG into FILE\n"
            "  --no-measure   skip the timed calls (about %.1f s)\n",
            usage, CLI_TIMED_SECONDS);
@@ -42,7 +46,7 @@ static void print_help(void)
 typedef struct explain_args {
     cli_problem p; /* sizes, --trans, --threads */
     const char *svg;
-    bool measure;
+    bool measure, packed;
 } explain_args;
 
 /* Fills *a; returns CLI_OK, CLI_USAGE after saying why, or -1 after the
@@ -59,6 +63,8 @@ static int parse_args(int argc, char **argv, explain_args *a)
             return -1;
         } else if (strcmp(arg, "--no-measure") == 0) {
             a->measure = false;
+        } else if (strcmp(arg, "--packed") == 0) {
+            a->packed = true;
         } else if ((r = cli_take_value(argc, argv, &i, "--svg", &value)) != 0) {
             if (r < 0 || !*value)
                 return cli_usage_error("explain", usage, "--svg takes a file name");
@@ -102,14 +108,16 @@ static operands describe_operands(const explain_args *g)
  * 1-wide transposed operand counts as not transposed, as it does there),
  * and the same sources, a tuned plan before the planner's. */
 static const char *plan_like_a_call(tessel_ctx *ctx, const explain_args *g,
-                                    gemm_shape *shape, gemm_plan *plan)
+                                    const tessel_packed_b *packed, gemm_shape *shape,
+                                    gemm_plan *plan)
 {
     operands o = describe_operands(g);
     bool ta = g->p.transa == 'T', tb = g->p.transb == 'T';
     op_env env = {.model = api_ctx_model(ctx), .threads = tessel_ctx_threads(ctx)};
     gemm_call call = {.M = g->p.M, .N = g->p.N, .K = g->p.K, .alpha = 1.0f,
                       .a_rs = ta ? 1 : o.lda, .a_cs = ta ? o.lda : 1,
-                      .b_rs = tb ? 1 : o.ldb, .b_cs = tb ? o.ldb : 1, .ldc = o.ldc};
+                      .b_rs = tb ? 1 : o.ldb, .b_cs = tb ? o.ldb : 1, .ldc = o.ldc,
+                      .packed = packed};
     int threads;
     op_gemm_key(&env, &call, 1, shape, &threads);
     if (api_plan_for(ctx, shape, threads, plan))
@@ -118,28 +126,35 @@ static const char *plan_like_a_call(tessel_ctx *ctx, const explain_args *g,
                                       : "the analytic model's rules (not calibrated)";
 }
 
-/* Median seconds of the timed tessel_sgemm calls after a warm-up, their
- * number in *calls; -1 if memory ran out or a call failed (*status). */
-static double measure(tessel_ctx *ctx, const explain_args *g, int *calls, tessel_status *status)
+/* Median seconds of the timed calls after a warm-up (tessel_sgemm, or
+ * tessel_sgemm_packed on `packed` where given), their number in *calls;
+ * -1 if memory ran out or a call failed (*status). */
+static double measure(tessel_ctx *ctx, const explain_args *g, const tessel_packed_b *packed,
+                      int *calls, tessel_status *status)
 {
     operands o = describe_operands(g);
     o.A = cli_alloc_matrix(o.a_rows, o.a_cols);
-    o.B = cli_alloc_matrix(o.b_rows, o.b_cols);
+    o.B = packed ? NULL : cli_alloc_matrix(o.b_rows, o.b_cols);
     o.C = cli_alloc_matrix(g->p.M, g->p.N);
     double *times = malloc(CLI_MAX_REPEAT * sizeof *times);
     double median = -1.0;
     *status = TESSEL_OK;
-    if (o.A && o.B && o.C && times) {
+    if (o.A && (o.B || packed) && o.C && times) {
         cli_fill_random(o.A, o.a_rows * o.a_cols, 1);
-        cli_fill_random(o.B, o.b_rows * o.b_cols, 2);
+        if (o.B)
+            cli_fill_random(o.B, o.b_rows * o.b_cols, 2);
         int n = 0;
         double spent = 0.0;
         /* The first call plans and fills the buffer cache: not timed. */
         for (int r = -1; *status == TESSEL_OK && n < CLI_MAX_REPEAT &&
                          (n < CLI_MIN_REPEAT || spent < CLI_TIMED_SECONDS); r++) {
             double t0 = cli_now();
-            *status = tessel_sgemm(ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K, 1.0f, o.A,
-                                   o.lda, o.B, o.ldb, 0.0f, o.C, o.ldc);
+            if (packed)
+                *status = tessel_sgemm_packed(ctx, g->p.transa, g->p.M, o.A, o.lda, packed, 1.0f,
+                                              0.0f, o.C, o.ldc);
+            else
+                *status = tessel_sgemm(ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K, 1.0f,
+                                       o.A, o.lda, o.B, o.ldb, 0.0f, o.C, o.ldc);
             double t = cli_now() - t0;
             if (r >= 0) {
                 times[n++] = t;
@@ -177,12 +192,30 @@ static void print_time(const gemm_plan *p, const gemm_shape *s, double measured,
     printf("\n");
 }
 
-static int explain(tessel_ctx *ctx, const explain_args *g)
+/* With --packed: B random, packed as tessel_sgemm_pack_b packs it. */
+static int pack_b(tessel_ctx *ctx, const explain_args *g, tessel_packed_b **packed)
+{
+    *packed = NULL;
+    if (!g->packed)
+        return CLI_OK;
+    operands o = describe_operands(g);
+    float *B = cli_alloc_matrix(o.b_rows, o.b_cols);
+    if (!B) {
+        fprintf(stderr, "tessel explain: cannot allocate B\n");
+        return CLI_FAIL;
+    }
+    cli_fill_random(B, o.b_rows * o.b_cols, 2);
+    tessel_status s = tessel_sgemm_pack_b(ctx, g->p.transb, g->p.K, g->p.N, B, o.ldb, packed);
+    free(B);
+    return s == TESSEL_OK ? CLI_OK : cli_library_error(s);
+}
+
+static int explain(tessel_ctx *ctx, const explain_args *g, const tessel_packed_b *packed)
 {
     const plan_model *m = api_ctx_model(ctx);
     gemm_shape shape;
     gemm_plan plan;
-    const char *source = plan_like_a_call(ctx, g, &shape, &plan);
+    const char *source = plan_like_a_call(ctx, g, packed, &shape, &plan);
     int64_t nregions = plan_regions(&plan, &shape, NULL, 0);
     plan_region *regions = malloc((size_t)(nregions > 0 ? nregions : 1) * sizeof *regions);
     if (!regions) {
@@ -191,11 +224,11 @@ static int explain(tessel_ctx *ctx, const explain_args *g)
     }
     plan_regions(&plan, &shape, regions, nregions);
 
-    printf("explain   gemm M %lld, N %lld, K %lld, trans %c%c, context of %d threads\n",
+    printf("explain   gemm M %lld, N %lld, K %lld, trans %c%c, context of %d threads%s\n",
            (long long)g->p.M, (long long)g->p.N, (long long)g->p.K, g->p.transa, g->p.transb,
-           tessel_ctx_threads(ctx));
+           tessel_ctx_threads(ctx), packed ? "; B pre-packed (tessel_sgemm_packed)" : "");
     gemm_call tiny = {.M = g->p.M, .N = g->p.N, .K = g->p.K};
-    if (op_sgemm_is_direct(&tiny, 1))
+    if (!packed && op_sgemm_is_direct(&tiny, 1))
         printf("direct    at most 64 multiply-adds: the call runs the plain loop "
                "(ops/gemm_direct.c), no plan; the measured time below is that loop's, the "
                "plan what the planner would make\n");
@@ -225,7 +258,7 @@ static int explain(tessel_ctx *ctx, const explain_args *g)
     int calls = 0;
     if (g->measure && rc == CLI_OK) {
         tessel_status s;
-        measured = measure(ctx, g, &calls, &s);
+        measured = measure(ctx, g, packed, &calls, &s);
         if (s != TESSEL_OK)
             rc = cli_library_error(s);
         else if (measured < 0)
@@ -249,7 +282,11 @@ int cmd_explain(int argc, char **argv)
     rc = cli_context(&ctx, g.p.threads, 0);
     if (rc != CLI_OK)
         return rc;
-    rc = explain(ctx, &g);
+    tessel_packed_b *packed;
+    rc = pack_b(ctx, &g, &packed);
+    if (rc == CLI_OK)
+        rc = explain(ctx, &g, packed);
+    tessel_packed_destroy(packed);
     tessel_ctx_destroy(ctx);
     if (fflush(stdout) != 0)
         rc = CLI_FAIL;
