@@ -5,6 +5,8 @@
  * previous run's function; that needs a preemption at one point, which
  * this test makes likely but cannot force (it was found by a stress run
  * with the machine loaded, where the old pool hung or computed twice).
+ * Each thread takes its home task first (the caller task 0), and runs of
+ * more tasks than have homes still run each once.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,6 +27,12 @@ static void count_task(void *arg, int task, int ntasks)
     run_record *r = arg;
     if (ntasks == TASKS)
         atomic_fetch_add(&r->count[task], 1);
+}
+
+static void count_many(void *arg, int task, int ntasks)
+{
+    (void)ntasks;
+    atomic_fetch_add(&((atomic_int *)arg)[task], 1);
 }
 
 /* Two tasks that wait for each other (up to a second): each records the
@@ -60,14 +68,18 @@ static void workers_wake(void)
     if (!pool)
         return;
     enum { ROUNDS = 100 };
-    int missed = 0;
+    int missed = 0, away = 0;
     for (int round = 0; round < ROUNDS && !missed; round++) {
-        pause_ms(2); /* longer than a worker watches before it sleeps */
+        pause_ms(round % 2 ? 2 : 0); /* 2 ms: longer than a worker watches */
         rendezvous r = {0};
         rt_pool_run(pool, meet_task, &r, 2);
         missed += pthread_equal(r.ran_on[0], r.ran_on[1]) != 0;
+        /* Task 1 waits for task 0 to start, so the worker cannot reach
+         * task 0 before the caller takes it as its home task. */
+        away += !pthread_equal(r.ran_on[0], pthread_self());
     }
     CHECK(missed == 0, "a sleeping worker was not woken for a run");
+    CHECK(away == 0, "task 0 ran away from the caller in %d of %d runs", away, ROUNDS);
     pause_ms(2);
     rt_pool_destroy(pool); /* hangs if the stop does not wake the worker */
 }
@@ -97,6 +109,17 @@ void suite_pool(void)
             wrong += atomic_load(&r.count[t]) != 1;
     }
     CHECK(wrong == 0, "%d tasks of %d runs did not run exactly once", wrong, RUNS);
+    /* Past the tasks that can be home tasks, the counter alone. */
+    enum { MANY = 300 };
+    static atomic_int many[MANY];
+    for (int t = 0; t < MANY; t++)
+        atomic_init(&many[t], 0);
+    for (int run = 0; run < 50; run++)
+        rt_pool_run(pools[run % POOLS], count_many, many, MANY);
+    wrong = 0;
+    for (int t = 0; t < MANY; t++)
+        wrong += atomic_load(&many[t]) != 50;
+    CHECK(wrong == 0, "%d of %d tasks did not run once a run", wrong, MANY);
     for (int i = 0; i < POOLS; i++)
         rt_pool_destroy(pools[i]);
 }

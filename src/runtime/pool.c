@@ -4,6 +4,15 @@
  * takes task numbers from one atomic counter until none are left; the
  * caller returns once every task has ended.
  *
+ * Each thread first takes its home task, if nobody has: the caller task 0,
+ * worker i task i + 1. A plan split along N gives task t the same columns
+ * on every call, so with home tasks each core finds its share of B in its
+ * own L2 from the call before; taken from the counter alone, the worker
+ * took task 0 in some calls and both halves crossed between the cores
+ * (pre-packed 1-64 x 768 x 768 on 2 threads, 2.4 MB of B, 1.2 MB a core:
+ * see DESIGN, "Runtime"). A thread that comes late still finds the rest
+ * on the counter, so nobody waits for it.
+ *
  * Waking a sleeping thread takes tens of microseconds here (more under a
  * hypervisor), longer than a small GEMM. So a worker that finishes a run
  * watches for the next one for a while before it sleeps, and the caller
@@ -52,8 +61,18 @@
 
 #include "runtime/runtime.h"
 
+/* Tasks below this can be taken as home tasks; their `claimed` bits
+ * say who took each first. (Contexts have at most PLAN_MAX_THREADS.) */
+enum { HOME_TASKS = 256 };
+
+typedef struct worker {
+    rt_pool *pool;
+    int home; /* its home task */
+} worker;
+
 struct rt_pool {
     pthread_t *workers;
+    worker *homes;
     int nworkers;
 
     pthread_mutex_t run_lock; /* held by the one caller running the pool */
@@ -63,6 +82,7 @@ struct rt_pool {
     void *arg;                /* generation is odd and no worker is */
     int ntasks;               /* active */
     atomic_int next_task;
+    _Atomic uint64_t claimed[HOME_TASKS / 64];
     atomic_uint tasks_done;
     atomic_int active;        /* workers that joined a run and not left it */
     atomic_bool stop;
@@ -97,16 +117,34 @@ static void wake_all(atomic_uint *word, atomic_int *asleep)
         syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Takes tasks until none are left. */
-static void work(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
+/* Whether this thread is the first to take task t. Past HOME_TASKS only
+ * the counter hands tasks out, once each. */
+static bool claim(rt_pool *p, int t)
 {
+    if (t >= HOME_TASKS)
+        return true;
+    uint64_t bit = (uint64_t)1 << (t % 64);
+    return !(atomic_fetch_or(&p->claimed[t / 64], bit) & bit);
+}
+
+static void run_task(rt_pool *p, rt_task_fn fn, void *arg, int t, int ntasks)
+{
+    fn(arg, t, ntasks);
+    if (atomic_fetch_add(&p->tasks_done, 1) + 1 == (unsigned)ntasks)
+        wake_all(&p->tasks_done, &p->caller_asleep);
+}
+
+/* Takes the home task, if still free, then tasks until none are left. */
+static void work(rt_pool *p, int home, rt_task_fn fn, void *arg, int ntasks)
+{
+    if (home < ntasks && home < HOME_TASKS && claim(p, home))
+        run_task(p, fn, arg, home, ntasks);
     for (;;) {
         int t = atomic_fetch_add(&p->next_task, 1);
         if (t >= ntasks)
             return;
-        fn(arg, t, ntasks);
-        if (atomic_fetch_add(&p->tasks_done, 1) + 1 == (unsigned)ntasks)
-            wake_all(&p->tasks_done, &p->caller_asleep);
+        if (claim(p, t))
+            run_task(p, fn, arg, t, ntasks);
     }
 }
 
@@ -161,7 +199,8 @@ static void keep_off_cpu(const cpu_set_t *allowed, int cpu)
 
 static void *worker_main(void *opaque)
 {
-    rt_pool *p = opaque;
+    const worker *self = opaque;
+    rt_pool *p = self->pool;
     unsigned seen = 0;
     cpu_set_t allowed;
     bool may_move = pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed) == 0;
@@ -178,7 +217,7 @@ static void *worker_main(void *opaque)
         unsigned g = atomic_load(&p->generation);
         atomic_fetch_add(&p->active, 1);
         if (g % 2 == 0 && atomic_load(&p->generation) == g)
-            work(p, p->fn, p->arg, p->ntasks);
+            work(p, self->home, p->fn, p->arg, p->ntasks);
         atomic_fetch_sub(&p->active, 1);
         seen = g;
     }
@@ -194,12 +233,14 @@ rt_pool *rt_pool_create(int nthreads)
     pthread_mutex_init(&p->run_lock, NULL);
     if (threads > 1) {
         p->workers = calloc((size_t)threads - 1, sizeof *p->workers);
-        if (!p->workers) {
+        p->homes = calloc((size_t)threads - 1, sizeof *p->homes);
+        if (!p->workers || !p->homes) {
             rt_pool_destroy(p);
             return NULL;
         }
         for (int i = 0; i < threads - 1; i++) {
-            if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0) {
+            p->homes[i] = (worker){.pool = p, .home = i + 1};
+            if (pthread_create(&p->workers[i], NULL, worker_main, &p->homes[i]) != 0) {
                 rt_pool_destroy(p);
                 return NULL;
             }
@@ -221,6 +262,7 @@ void rt_pool_destroy(rt_pool *p)
     for (int i = 0; i < p->nworkers; i++)
         pthread_join(p->workers[i], NULL);
     free(p->workers);
+    free(p->homes);
     pthread_mutex_destroy(&p->run_lock);
     free(p);
 }
@@ -249,12 +291,14 @@ void rt_pool_run(rt_pool *p, rt_task_fn fn, void *arg, int ntasks)
     p->arg = arg;
     p->ntasks = ntasks;
     atomic_store(&p->next_task, 0);
+    for (int w = 0; w < HOME_TASKS / 64; w++)
+        atomic_store(&p->claimed[w], 0);
     atomic_store(&p->tasks_done, 0);
     atomic_store(&p->caller_cpu, sched_getcpu());
     atomic_store(&p->generation, g + 2);
     wake_all(&p->generation, &p->workers_asleep);
 
-    work(p, fn, arg, ntasks);
+    work(p, 0, fn, arg, ntasks);
 
     /* Once every task has ended the run is over: a worker still inside
      * it only finds that no task is left. */
