@@ -77,6 +77,7 @@ $(BUILD)/tessel.pc: Makefile
 
 test: $(BUILD)/tessel_tests $(BUILD)/tessel
 	$(BUILD)/tessel_tests
+	sh tests/cli.sh $(BUILD)/tessel
 
 # The test suite cross-compiled for aarch64 (NEON) into build-arm/ and run
 # under qemu-user; the script installs the cross compiler and qemu if needed.
