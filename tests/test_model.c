@@ -186,9 +186,21 @@ static void zen4_by_hand(void)
     two_pipes.fma_per_cycle = 2.0;
     plan_model m2;
     CHECK(plan_model_init(&m2, &two_pipes) == 0, "two-pipe zen4 model builds");
-    gemm_shape sixteen = {.M = 16, .N = 3072, .K = 768};
-    plan_gemm_choice(&m2, &sixteen, 1, &(plan_choice){0}, &p);
-    CHECK(p.nv == m2.nv, "16x3072x768 with two FMA pipes: %d vectors wide", p.nv);
+    /* With two pipes the 16-wide tile is off; rows that take two tiles of
+     * the main width and two of a wider one take the wider: 15-18 rows 48
+     * wide (9 rows a tile), not 7-14 (one tile) nor 19 (three of 48). */
+    for (int64_t rows = 7; rows <= 19; rows++) {
+        gemm_shape sh = {.M = rows, .N = 3072, .K = 768};
+        plan_gemm_choice(&m2, &sh, 1, &(plan_choice){0}, &p);
+        bool wide = rows >= 15 && rows <= 18;
+        int64_t tiles = rows <= 9 ? 1 : rows <= 14 ? 1 : 2;
+        CHECK(p.nv == (wide ? 3 : m2.nv) && p.ntiles == tiles,
+              "%lldx3072x768 with two FMA pipes: %d vectors wide, %lld row tiles",
+              (long long)rows, p.nv, (long long)p.ntiles);
+    }
+    gemm_shape sixteen_t = {.M = 16, .N = 3072, .K = 768, .transb = true};
+    plan_gemm_choice(&m2, &sixteen_t, 1, &(plan_choice){0}, &p);
+    CHECK(p.nv == m2.nv, "16x3072x768 NT with two FMA pipes: %d vectors wide", p.nv);
     /* B packed by a block's first tile as it reads it: with few row tiles
      * the block fills at most half the L2 (its source passes the L2 too);
      * with many it takes the model's nc. */
@@ -424,11 +436,16 @@ static void zen3_rules(void)
               p.pack_b ? "packed" : "in place");
     }
     /* Three rows take 24-wide tiles (9 chains for 2 pipes of 4 cycles, where
-     * 16 wide holds 6); four rows keep the main width (8 chains). */
-    plan_gemm_choice(&m, &(gemm_shape){.M = 3, .N = 768, .K = 768}, 1, &(plan_choice){0}, &p);
-    CHECK(p.nv == 3, "zen3 3x768x768: %d vectors wide", p.nv);
-    plan_gemm_choice(&m, &(gemm_shape){.M = 4, .N = 768, .K = 768}, 1, &(plan_choice){0}, &p);
-    CHECK(p.nv == m.nv, "zen3 4x768x768: %d vectors wide", p.nv);
+     * 16 wide holds 6); four keep the main width (8 chains), and so do 5-6
+     * and 9; 7-8 rows take two tiles of 24 (4 rows a tile, against two of
+     * 16: as many tiles, more accumulators). */
+    for (int64_t rows = 3; rows <= 9; rows++) {
+        plan_gemm_choice(&m, &(gemm_shape){.M = rows, .N = 768, .K = 768}, 1,
+                         &(plan_choice){0}, &p);
+        bool wide = rows == 3 || rows == 7 || rows == 8;
+        CHECK(p.nv == (wide ? 3 : m.nv), "zen3 %lldx768x768: %d vectors wide", (long long)rows,
+              p.nv);
+    }
     plan_gemm_choice(&m, &(gemm_shape){.M = 3, .N = 768, .K = 768, .transb = true}, 1,
                      &(plan_choice){0}, &p);
     CHECK(p.nv != 3, "zen3 3x768x768 with B^T: not the 24-wide rule");

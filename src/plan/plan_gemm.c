@@ -529,8 +529,8 @@ static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
  * wide, B in place, AMD EPYC (Zen 3), 1 thread: 3 x 768 x 768, x 2304 x
  * 768, x 768 x 3072 0.92-0.94, 0.92, 0.86-0.89 (0.89 / 0.88 at 2 threads
  * in the top-8 run). The width, or 0 where the rule does not apply
- * (where one FMA pipe needs 4 chains, as on AVX-512 here, only one row
- * would, and one row takes the row form). */
+ * (where one FMA pipe needs 4 chains, as with Zen 4's AVX-512, only one
+ * row would, and one row takes the row form). */
 static int few_rows_width(const plan_model *m, const gemm_shape *s)
 {
     double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
@@ -539,6 +539,37 @@ static int few_rows_width(const plan_model *m, const gemm_shape *s)
     for (int nv = UK_MAX_NV; nv > m->nv; nv--)
         if (m->bulk_mr[nv] >= s->M && s->N >= nv * m->vec)
             return nv;
+    return 0;
+}
+
+/* With two FMA pipes, rows that take two row tiles of the main width and
+ * two of a wider one take the widest such: B is read twice either way,
+ * and each tile holds more accumulators, more chains in flight and fewer
+ * loads per FMA. On AVX-512 (14 rows of 32, 9 of 48) that is 15-18 rows,
+ * 48 wide; on AVX2 (6 rows of 16, 4 of 24) 7-8 rows, 24 wide. Against
+ * oneDNN, tessel new / old, the Xeon (model 207), 1 / 2 threads
+ * (`2026-12-02-compare-two-tiles-wider.md`): 15-18 rows of the BERT-base
+ * layers 1.02x / 1.14x, of the BERT-large layers 1.05x / 1.03x; per shape
+ * 0.96-1.15 at 1 thread, the deep layers (768 x 3072, 1024 x 4096) the
+ * weakest. One tile against one (7-9 rows 48 instead of 32 wide) lost at
+ * 1 thread, 0.83-0.93 on 2304 x 768 and 768 x 3072
+ * (`2026-12-02-compare-same-tiles-wider-1t.md`), and where the wider
+ * tile needs more tiles it loses (11, 14, 20-28 rows: 0.96-1.26 the
+ * time). Not measured with one FMA pipe (Zen 4's AVX-512), which keeps
+ * its rules. The width, or 0 where no wider tile qualifies. */
+static int two_tiles_width(const plan_model *m, const gemm_shape *s)
+{
+    int main_mr = m->bulk_mr[m->nv];
+    if (!b_rows_in_place(s) || main_mr <= 0 || m->hw.fma_per_cycle < 2.0)
+        return 0;
+    int64_t tiles = (s->M + main_mr - 1) / main_mr;
+    if (tiles != 2)
+        return 0;
+    for (int nv = UK_MAX_NV; nv > m->nv; nv--) {
+        int mr = m->bulk_mr[nv];
+        if (mr > 0 && s->N >= nv * m->vec && (s->M + mr - 1) / mr == tiles)
+            return nv;
+    }
     return 0;
 }
 
@@ -611,6 +642,9 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
         return few_rows_nv;
     if (c->nv == 0 && one_narrow_tile_covers(m, s))
         return 1;
+    int two_tiles_nv = c->nv == 0 ? two_tiles_width(m, s) : 0;
+    if (two_tiles_nv > 0)
+        return two_tiles_nv;
     if (c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
         return m->nv;
     return c->nv;
