@@ -27,8 +27,8 @@ enum { UK_MAX_MR = 16, UK_MAX_NV = 4, UK_DOT_MAX_MR = 4, UK_DOT_MAX_NJ = 8 };
  * a row that many steps ahead; or less: further along the same row). With
  * b_copy set, the ukernel also stores each row of B it reads at
  * b_copy + p * nr: a full-width B panel read in place comes out packed
- * for the tiles after it. The tile's top-left element of C is c. Only m x n of the tile is written; beta == 0 never
- * reads C. */
+ * for the tiles after it. The tile's top-left element of C is c. Only
+ * m x n of the tile is written; beta == 0 never reads C. */
 typedef struct ukernel_args {
     int64_t k;
     const float *a;

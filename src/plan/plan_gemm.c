@@ -522,6 +522,19 @@ static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
            s->M <= narrow_mr && model_tile_verdict(m, narrow_mr, 1).failed == TILE_RULE_PASSES;
 }
 
+/* The widest width past the main one whose tiles cover the M rows in at
+ * most `tiles` row tiles and fit N at least once; 0 if none does. What
+ * the two rules below ask, for one tile and for two. */
+static int widest_in_tiles(const plan_model *m, const gemm_shape *s, int64_t tiles)
+{
+    for (int nv = UK_MAX_NV; nv > m->nv; nv--) {
+        int mr = m->bulk_mr[nv];
+        if (mr > 0 && s->M <= tiles * mr && s->N >= nv * m->vec)
+            return nv;
+    }
+    return 0;
+}
+
 /* Rows fewer than one tile, where the main width gives them fewer
  * accumulators than the FMA pipes keep in flight (latency times issue
  * rate), take the widest tile that covers them in one: 3 rows of AVX2's
@@ -536,10 +549,7 @@ static int few_rows_width(const plan_model *m, const gemm_shape *s)
     double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
     if (!b_rows_in_place(s) || (double)(s->M * m->nv) >= in_flight)
         return 0;
-    for (int nv = UK_MAX_NV; nv > m->nv; nv--)
-        if (m->bulk_mr[nv] >= s->M && s->N >= nv * m->vec)
-            return nv;
-    return 0;
+    return widest_in_tiles(m, s, 1);
 }
 
 /* With two FMA pipes, rows that take two row tiles of the main width and
@@ -563,14 +573,7 @@ static int two_tiles_width(const plan_model *m, const gemm_shape *s)
     if (!b_rows_in_place(s) || main_mr <= 0 || m->hw.fma_per_cycle < 2.0)
         return 0;
     int64_t tiles = (s->M + main_mr - 1) / main_mr;
-    if (tiles != 2)
-        return 0;
-    for (int nv = UK_MAX_NV; nv > m->nv; nv--) {
-        int mr = m->bulk_mr[nv];
-        if (mr > 0 && s->N >= nv * m->vec && (s->M + mr - 1) / mr == tiles)
-            return nv;
-    }
-    return 0;
+    return tiles == 2 ? widest_in_tiles(m, s, 2) : 0;
 }
 
 /* Whether B is read in place by the widest tile (64 wide on AVX-512)
