@@ -297,7 +297,23 @@ static void zen4_by_hand(void)
     CHECK(p.whole_k && p.kc == 384, "2x384x384: kc %lld", (long long)p.kc);
     one_tile.M = 11; /* A rows 16.5 KiB */
     plan_gemm(&m, &one_tile, 1, &p);
-    CHECK(p.ntiles == 1 && !p.whole_k && p.kc == 128, "11x384x384: kc %lld", (long long)p.kc);
+    CHECK(p.ntiles == 1 && !p.whole_k && p.kc < 384, "11x384x384: kc %lld", (long long)p.kc);
+    /* At most 12 B panels a thread, the rules' kc doubled (deepen_kc),
+     * the thread's block of B within half the L2; 24 panels keep it. */
+    gemm_shape few_panels = {.M = 64, .N = 384, .K = 3072};
+    plan_gemm(&m, &few_panels, 1, &p);
+    CHECK(p.deep_kc && p.kc > m.kc_for[p.nv] && p.kc * p.nc * 4 <= m.l2_bytes / 2,
+          "64x384x3072: kc %lld (rules' %lld), nc %lld", (long long)p.kc,
+          (long long)m.kc_for[p.nv], (long long)p.nc);
+    few_panels.N = 768;
+    plan_gemm(&m, &few_panels, 1, &p);
+    CHECK(!p.deep_kc && p.kc <= m.kc_for[p.nv], "64x768x3072: kc %lld", (long long)p.kc);
+    gemm_shape split_n = {.M = 32, .N = 768, .K = 768};
+    plan_choice along_n = {.split = 'N'};
+    plan_gemm_choice(&m, &split_n, 2, &along_n, &p);
+    CHECK(p.split == 'N' && p.deep_kc && p.nc <= 384,
+          "32x768x768 along N on 2 threads: kc %lld, nc %lld", (long long)p.kc,
+          (long long)p.nc);
     gemm_shape deep = {.M = 2, .N = 96, .K = 1536}; /* B 576 KiB */
     plan_gemm(&m, &deep, 1, &p);
     CHECK(!p.whole_k && p.kc < 768, "2x96x1536: kc %lld", (long long)p.kc);

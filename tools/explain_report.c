@@ -119,6 +119,10 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
         printf("          K whole: only %lld B panel%s read each A micro-panel, so keeping it in "
                "L1 saves little; one k block saves a pass over C\n", (long long)p->npanels,
                p->npanels == 1 ? "" : "s");
+    if (p->deep_kc)
+        printf("          kc deepened: a thread runs at most %lld B panels, few to keep an A "
+               "micro-panel in L1 for, and each k block costs every tile a call and a pass "
+               "over C\n", (long long)(p->nc / p->nr));
     char block[24], l2[24];
     format_bytes((double)p->kc * (double)p->nc * sizeof(float), block, sizeof block);
     format_bytes((double)m->l2_bytes, l2, sizeof l2);

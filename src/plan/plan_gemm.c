@@ -742,6 +742,46 @@ static bool copy_passes_l2(const gemm_shape *s, const gemm_plan *p)
            p->ntiles < COPY_PASS_MAX_TILES;
 }
 
+/* A thread that runs few B panels keeps each A micro-panel in L1 for
+ * few of them, which is what the rules' kc is sized for, while every k
+ * block costs each tile a ukernel call and a pass over its C. At most
+ * DEEP_KC_MAX_PANELS panels a thread (384 columns of 32), kc is deepened
+ * up to twice the rules', within K and with the thread's block of B still
+ * within half the L2.
+ * In-process A/B on the Xeon, time rules' kc / doubled: 2 threads split
+ * along N, 13-48 x 768 x 768 1.01-1.05, 13-32 x 768 x 3072 1.00-1.04; 1
+ * thread, 16-128 x 384 x 768 1.00-1.02, 16-256 x 384 x 3072 1.02-1.07.
+ * With 24 panels (1 thread, 768 columns) it was level (16x768x768 1.00,
+ * 64x768x768 0.99-1.00), hence the bound. */
+static const int64_t DEEP_KC_MAX_PANELS = 12;
+
+static void deepen_kc(const plan_model *m, const gemm_shape *s, gemm_plan *p)
+{
+    int64_t panels = p->npanels;
+    if (p->split == 'N') {
+        panels = 0;
+        for (int t = 0; t < p->threads; t++)
+            if (p->bounds[t + 1] - p->bounds[t] > panels)
+                panels = p->bounds[t + 1] - p->bounds[t];
+    }
+    if (panels > DEEP_KC_MAX_PANELS)
+        return;
+    int64_t cols = panels * p->nr < p->nc ? panels * p->nr : p->nc;
+    int64_t half_l2_rows = m->l2_bytes / 2 / (cols * (int64_t)sizeof(float));
+    int64_t kc = 2 * p->kc < s->K ? 2 * p->kc : s->K;
+    if (kc > half_l2_rows)
+        kc = half_l2_rows;
+    if (kc <= p->kc)
+        return;
+    kc = even_kc(kc, s->K);
+    if (kc <= p->kc)
+        return;
+    p->kc = kc;
+    p->nc = cols;
+    p->nc_half_l2 = false;
+    p->deep_kc = true;
+}
+
 void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
                       const plan_choice *c, gemm_plan *p)
 {
@@ -892,6 +932,8 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     p->threads = along_m ? t_m : t_n;
     memcpy(p->bounds, along_m ? bounds_m : bounds_n, sizeof(int64_t) * (size_t)(p->threads + 1));
     p->fma_cycles = along_m ? fma_m : fma_n;
+    if (c->kc == 0 && c->nc == 0 && s->prepacked_kc == 0 && !p->whole_k && !streams_in_place)
+        deepen_kc(m, s, p);
     double kblocks = (double)((s->K + p->kc - 1) / p->kc);
     p->calls = (double)p->ntiles * (double)p->npanels * kblocks / p->threads;
     set_choice(p, p->kc, p->nc, p->pack_b ? PLAN_B_PACKED : PLAN_B_IN_PLACE, p->split);
