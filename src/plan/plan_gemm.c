@@ -27,7 +27,10 @@ static const int64_t PACK_A_MIN_ROWS = 8, PACK_A_MIN_PANELS = 6;
  * 4x64x128 1.20 / 0.86; 16x64x192 0.75 / 0.90, 16x64x256 0.86 / 0.84;
  * one matrix, 16x768x768 1.11 / 0.87, 16x4096x4096 0.99 / 0.57. In
  * bench/compare (`compare-dot-pays.md`), 12 x (16x16x64) 1.66x at 1
- * and 2 threads, 32 x (16x16x128) 1.16x / 0.98x. */
+ * and 2 threads, 32 x (16x16x128) 1.16x / 0.98x. (Measured with a lane
+ * sum per output; the ukernel now folds V of them at once, about three
+ * shuffles and adds an output, and these bounds were not measured
+ * again.) */
 static const int64_t DOT_MAX_M = 16;
 /* How far ahead the ukernel prefetches B. Packed panels stream from L2
  * and are asked for about a kilobyte ahead (measured on 2048^3: +10%
