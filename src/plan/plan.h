@@ -160,7 +160,7 @@ typedef struct gemm_plan {
      * plan_b_unprefetched). */
     int64_t b_unprefetched_stride;
     bool nc_half_l2;          /* nc cut so the B block fills at most half the L2 */
-    bool deep_kc;             /* kc doubled: few B panels a thread (plan_gemm.c) */
+    bool deep_kc;             /* kc deepened, up to twice: few B panels a thread (plan_gemm.c) */
     /* Tessellation of M: runs of tiles, top to bottom, covering M exactly. */
     plan_run runs[PLAN_MAX_RUNS];
     int nruns;

@@ -774,7 +774,7 @@ static void deepen_kc(const plan_model *m, const gemm_shape *s, gemm_plan *p)
     int64_t kc = 2 * p->kc < s->K ? 2 * p->kc : s->K;
     if (kc > half_l2_rows)
         kc = half_l2_rows;
-    if (kc <= p->kc)
+    if (kc <= p->kc) /* also keeps a zero kc from even_kc */
         return;
     kc = even_kc(kc, s->K);
     if (kc <= p->kc)
