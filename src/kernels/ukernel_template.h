@@ -98,6 +98,40 @@ uk_update_edge(const float *tile, int tile_ld, const ukernel_args *args)
     }
 }
 
+/* Byte offsets of rows 1, 3, 5 and 7 of A read in place: with x86's
+ * index scales of 1, 2, 4 and 8 they reach rows 0..7 from one base and
+ * rows 8..15 from a second, in six registers. */
+typedef struct {
+    int64_t r1, r3, r5, r7;
+} uk_row_bytes;
+
+/* A(i, p) of A read in place, from a (row 0's float p). Written as base
+ * plus offset times a constant so that the compiler keeps the two bases
+ * and four offsets, where a[i * a_rs] took one register per row and
+ * spilled the rest: 14-row tiles read A from the stack five times a k
+ * step, 4-7% slower than from a packed A (docs/DESIGN.md, where A is
+ * packed).
+ * Tiles of 8 rows or fewer keep a[i * a_rs]: they fit the registers. */
+static inline __attribute__((always_inline)) float uk_strided_a(const float *a,
+                                                                 const uk_row_bytes *rb, int i)
+{
+    const char *base = (const char *)a + (i >= 8 ? 8 * rb->r1 : 0);
+    int64_t off;
+    switch (i % 8) {
+    case 0: off = 0; break;
+    case 1: off = rb->r1; break;
+    case 2: off = 2 * rb->r1; break;
+    case 3: off = rb->r3; break;
+    case 4: off = 4 * rb->r1; break;
+    case 5: off = rb->r5; break;
+    case 6: off = 2 * rb->r3; break;
+    default: off = rb->r7; break;
+    }
+    float x;
+    memcpy(&x, base + off, sizeof x);
+    return x;
+}
+
 /* The k loop: acc += A micro-panel x B micro-panel. With copy_b the B
  * rows, read in place, are also stored as a packed panel at b_copy (nr
  * floats a row), so the first row tile packs B for the ones after it
@@ -111,6 +145,9 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
     float *b_copy = args->b_copy;
     const int64_t a_rs = a_packed ? 1 : args->a_rs;
     const int64_t a_step = a_packed ? mr : args->a_cs;
+    const int64_t r1 = a_rs * (int64_t)sizeof(float);
+    const uk_row_bytes row_bytes_v = {r1, 3 * r1, 5 * r1, 7 * r1};
+    const uk_row_bytes *row_bytes = &row_bytes_v;
     const int64_t b_rs = args->b_rs;
 
     const int64_t b_ahead = args->b_prefetch;
@@ -145,13 +182,17 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
         }
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++) {
-            float ai = a[i * a_rs];
+            float ai = a_packed ? a[i] : mr > 8 ? uk_strided_a(a, row_bytes, i) : a[i * a_rs];
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
                 acc[i][v] += ai * bv[v];
         }
         a += a_step;
         b += b_rs;
+        /* Hidden from the optimiser, the base cannot be split into a
+         * pointer per row again (see uk_strided_a). */
+        if (!a_packed && mr > 8)
+            __asm__("" : "+r"(a));
     }
 }
 
