@@ -409,6 +409,7 @@ static inline __attribute__((always_inline)) void uk_transpose(uk_vec r[UK_VEC_F
  * which a group of columns further left writes afterwards (the groups go
  * right to left, k steps upwards), or, for the last k step, into the
  * slack past the panel. */
+enum { UK_FEW_ROWS = 4 };
 static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int64_t ld,
                                float *dst)
 {
@@ -417,6 +418,18 @@ static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int
         return;
     }
     for (int i0 = (w - 1) / UK_VEC_FLOATS * UK_VEC_FLOATS; i0 >= 0; i0 -= UK_VEC_FLOATS) {
+        /* A group of at most UK_FEW_ROWS rows (the last of a panel, as
+         * in N = 17, 81 or 100) is copied float by float over a vector
+         * of zeros each k step: a transpose would cost the whole V x V. */
+        if (rows - i0 <= UK_FEW_ROWS) {
+            for (int64_t p = 0; p < k; p++) {
+                float *out = dst + p * w + i0;
+                uk_store(out, (uk_vec){0});
+                for (int i = 0; i < rows - i0; i++)
+                    out[i] = src[(int64_t)(i0 + i) * ld + p];
+            }
+            continue;
+        }
         /* Rows past the last are zero: loaded from the last row and
          * masked off, with no branch per row (the branches and the
          * registers they spilled cost more than the shuffles). */
