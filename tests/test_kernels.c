@@ -196,8 +196,9 @@ static void packing(hw_isa isa)
 }
 
 /* The register transpose on every panel width up to three vectors and a
- * bit, row counts 1, 2, half the width and the last four up to it (whole
- * vectors of zero rows too), k across vector multiples; nothing is
+ * bit, row counts 1, 2, half the width, the last four up to it and those
+ * leaving 5-8 rows to a 16-row group (whole vectors of zero rows too), k
+ * across vector multiples; nothing is
  * written past the panel and its slack (a guard float after them). */
 static void transposing(hw_isa isa)
 {
@@ -210,8 +211,9 @@ static void transposing(hw_isa isa)
     for (int w = 1; w <= MAX_W; w++)
         for (int rows = 1; rows <= w; rows++)
             for (int k = 0; k <= MAX_K; k += k < 18 ? 1 : 19) {
-                if (rows > 2 && rows < w - 3 && rows != w / 2)
-                    break;
+                if (rows > 2 && rows < w - 3 && rows != w / 2 &&
+                    (rows % 16 < 5 || rows % 16 > 8))
+                    continue;
                 for (int i = 0; i <= MAX_W * MAX_K + UK_PACK_SLACK; i++)
                     dst[i] = -1.0f;
                 fn(w, rows, k, src, LD, dst);

@@ -384,9 +384,13 @@ dotkernel_body(const int mr, const int nj, const ukernel_args *args)
  * measured the same: about 75 cycles a 16 x 16 block either way.) */
 #define UK_LOW_LANE(s, l) (((l) / (s)) % 2 == 0 ? (l) : UK_VEC_FLOATS + (l) - (s))
 #define UK_HIGH_LANE(s, l) (((l) / (s)) % 2 == 0 ? (l) + (s) : UK_VEC_FLOATS + (l))
+/* x's high half in the low lanes, y's (zeros) above. */
+#define UK_HIGH_DOWN(s, l) ((l) + UK_VEC_FLOATS / 2)
 
-#define UK_SWAP_BLOCKS(r, s)                                                             \
-    for (int i = 0; i < UK_VEC_FLOATS; i++)                                              \
+#define UK_SWAP_BLOCKS(r, s) UK_SWAP_BLOCKS_OF(r, s, UK_VEC_FLOATS)
+/* The swaps of s x s blocks among the first n rows (n a multiple of 2s). */
+#define UK_SWAP_BLOCKS_OF(r, s, n)                                                       \
+    for (int i = 0; i < (n); i++)                                                        \
         if ((i / (s)) % 2 == 0) {                                                        \
             uk_vec x = r[i], y = r[i + (s)];                                             \
             r[i] = __builtin_shufflevector(x, y, UK_LANES(UK_LOW_LANE, s));              \
@@ -411,6 +415,57 @@ static inline __attribute__((always_inline)) void uk_transpose(uk_vec r[UK_VEC_F
  * right to left, k steps upwards), or, for the last k step, into the
  * slack past the panel. */
 enum { UK_FEW_ROWS = 4 };
+#define UK_LANE_INDEX(s, l) (l)
+
+#if UK_VEC_FLOATS == 16
+/* A group of 5 to 8 rows (the A micro-panel of a 5-8-row tile, the last
+ * rows of a B^T panel at N = 24 or 200): 8 rows of 16 k steps, each 8 x 8
+ * half transposed by the swaps of 4, 2 and 1, give k steps 0-7 in the
+ * low halves and 8-15 in the high halves, stored with the other half and
+ * the missing rows zeroed, k steps upwards (uk_pack_transposed's order).
+ * Three eighths of the whole 16 x 16 transpose's shuffles: a 24-row
+ * B^T panel of K = 64 200 -> 150 ns, an 8-row A micro-panel of kc 192
+ * 277 -> 149. */
+static void uk_pack_half_group(int w, int rows, int64_t k, const float *src, int64_t ld,
+                               float *dst)
+{
+    enum { HALF = UK_VEC_FLOATS / 2 };
+    const uk_ivec lane = {UK_LANES(UK_LANE_INDEX, 0)};
+    const uk_ivec keep = lane < (uk_ivec){0} + rows; /* low half, rows that exist */
+    const uk_vec zero = {0};
+    const float *row[HALF];
+    for (int i = 0; i < HALF; i++)
+        row[i] = src + (int64_t)(i < rows ? i : rows - 1) * ld;
+    for (int64_t p0 = 0; p0 < k; p0 += UK_VEC_FLOATS) {
+        int depth = k - p0 < UK_VEC_FLOATS ? (int)(k - p0) : UK_VEC_FLOATS;
+        uk_vec r[UK_VEC_FLOATS];
+#pragma GCC unroll 8
+        for (int i = 0; i < HALF; i++)
+            r[i] = depth == UK_VEC_FLOATS ? uk_load(row[i] + p0)
+                                          : uk_load_partial(row[i] + p0, depth);
+        UK_SWAP_BLOCKS_OF(r, 4, HALF)
+        UK_SWAP_BLOCKS_OF(r, 2, HALF)
+        UK_SWAP_BLOCKS_OF(r, 1, HALF)
+        uk_vec out[UK_VEC_FLOATS];
+#pragma GCC unroll 8
+        for (int t = 0; t < HALF; t++) {
+            out[t] = (uk_vec)((uk_ivec)r[t] & keep);
+            out[HALF + t] = (uk_vec)((uk_ivec)__builtin_shufflevector(
+                                         r[t], zero, UK_LANES(UK_HIGH_DOWN, 0)) &
+                                     keep);
+        }
+        if (depth == UK_VEC_FLOATS) {
+#pragma GCC unroll 16
+            for (int t = 0; t < UK_VEC_FLOATS; t++)
+                uk_store(dst + (p0 + t) * w, out[t]);
+        } else {
+            for (int t = 0; t < depth; t++)
+                uk_store(dst + (p0 + t) * w, out[t]);
+        }
+    }
+}
+#endif
+
 static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int64_t ld,
                                float *dst)
 {
@@ -431,6 +486,12 @@ static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int
             }
             continue;
         }
+#if UK_VEC_FLOATS == 16
+        if (rows - i0 <= UK_VEC_FLOATS / 2) {
+            uk_pack_half_group(w, rows - i0, k, src + (int64_t)i0 * ld, ld, dst + i0);
+            continue;
+        }
+#endif
         /* Rows past the last are zero: loaded from the last row and
          * masked off, with no branch per row (the branches and the
          * registers they spilled cost more than the shuffles). */
@@ -469,7 +530,6 @@ static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int
  * registers; at the very end of the block it is read element by element.
  * (A memcpy per row and a loop of zeros took 2.7 us for a 256 x 40 panel,
  * a fifth of that GEMM.) */
-#define UK_LANE_INDEX(s, l) (l)
 static void uk_pack_rows(int w, int n, int64_t k, const float *src, int64_t ld, float *dst)
 {
     const uk_ivec lane = {UK_LANES(UK_LANE_INDEX, 0)};
