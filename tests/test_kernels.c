@@ -198,8 +198,8 @@ static void packing(hw_isa isa)
 /* The register transpose on every panel width up to three vectors and a
  * bit, row counts 1, 2, half the width, the last four up to it and those
  * leaving 5-8 rows to a 16-row group (whole vectors of zero rows too), k
- * across vector multiples; nothing is
- * written past the panel and its slack (a guard float after them). */
+ * across vector multiples; nothing is written past the panel and its
+ * slack (a guard float after them). */
 static void transposing(hw_isa isa)
 {
     ukernel_transpose_fn fn = ukernel_packers_lookup(isa)->transpose;

@@ -409,11 +409,7 @@ static inline __attribute__((always_inline)) void uk_transpose(uk_vec r[UK_VEC_F
     UK_SWAP_BLOCKS(r, 1)
 }
 
-/* See ukernel_transpose_fn. Every store is a whole vector: one that runs
- * past the panel's width spills into the start of the next k step's row,
- * which a group of columns further left writes afterwards (the groups go
- * right to left, k steps upwards), or, for the last k step, into the
- * slack past the panel. */
+/* Rows of a group that uk_pack_transposed copies float by float. */
 enum { UK_FEW_ROWS = 4 };
 #define UK_LANE_INDEX(s, l) (l)
 
@@ -466,6 +462,11 @@ static void uk_pack_half_group(int w, int rows, int64_t k, const float *src, int
 }
 #endif
 
+/* See ukernel_transpose_fn. Every store is a whole vector: one that runs
+ * past the panel's width spills into the start of the next k step's row,
+ * which a group of columns further left writes afterwards (the groups go
+ * right to left, k steps upwards), or, for the last k step, into the
+ * slack past the panel. */
 static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int64_t ld,
                                float *dst)
 {
