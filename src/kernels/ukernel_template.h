@@ -149,8 +149,7 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
     const int64_t a_rs = a_packed ? 1 : args->a_rs;
     const int64_t a_step = a_packed ? mr : args->a_cs;
     const int64_t r1 = a_rs * (int64_t)sizeof(float);
-    const uk_row_bytes row_bytes_v = {r1, 3 * r1, 5 * r1, 7 * r1};
-    const uk_row_bytes *row_bytes = &row_bytes_v;
+    const uk_row_bytes row_bytes = {r1, 3 * r1, 5 * r1, 7 * r1};
     const int64_t b_rs = args->b_rs;
 
     const int64_t b_ahead = args->b_prefetch;
@@ -185,7 +184,7 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
         }
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++) {
-            float ai = a_packed ? a[i] : mr > 8 ? uk_strided_a(a, row_bytes, i) : a[i * a_rs];
+            float ai = a_packed ? a[i] : mr > 8 ? uk_strided_a(a, &row_bytes, i) : a[i * a_rs];
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
                 acc[i][v] += ai * bv[v];
