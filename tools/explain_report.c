@@ -263,6 +263,9 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
         printf("          B's rows lie a multiple of %lld bytes (the L1's way span) apart: "
                "not prefetched, the hardware prefetchers do better alone\n",
                (long long)p->b_unprefetched_stride);
+    if (p->b_panels_in_l1)
+        printf("          B's kc x nc block fits the L1: the row tiles after the first find "
+               "its packed panels there, and the ukernel does not prefetch them\n");
     if (!p->row)
         print_rows_and_columns(p, s);
     printf("ukernels ");
