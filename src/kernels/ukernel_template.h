@@ -209,20 +209,12 @@ ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args 
             acc[i][v] = (uk_vec){0};
 
     /* C is touched once per k block, long after it left the caches: ask
-     * for its lines now so they arrive while the k loop runs. Not where
-     * beta is 0: C is then only stored to, and the stores wait in the
-     * store buffer for their lines without holding up the FMAs, while
-     * the prefetches took a load and a fill buffer each from a short k
-     * loop. Time without / with, in one process, 1 thread, attention's
-     * P V (K = 17-62): 12 x (17x64x17) 0.93, 192 x (24x64x24) 0.93,
-     * 192 x (43x64x43) 0.95, 192 x (62x64x62) 0.97; Q K^T and BERT's
-     * layers 0.98-1.01 at 1 and 2 threads (2048^3 1.00). */
-    if (args->beta != 0.0f)
+     * for its lines now so they arrive while the k loop runs. */
 #pragma GCC unroll 16
-        for (int i = 0; i < mr; i++)
+    for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
-            for (int v = 0; v < nv; v++)
-                __builtin_prefetch(args->c + i * args->ldc + v * UK_VEC_FLOATS, 1);
+        for (int v = 0; v < nv; v++)
+            __builtin_prefetch(args->c + i * args->ldc + v * UK_VEC_FLOATS, 1);
 
     /* Two copies of the k loop, so that the one that also packs B costs
      * the other nothing. */
