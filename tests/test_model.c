@@ -124,9 +124,10 @@ static void zen4_by_hand(void)
               (long long)sh.M, (long long)sh.N, (long long)sh.K, sh.transb ? " NT" : "",
               (long long)p.b_unprefetched_stride, (long long)unprefetched[i].stride);
     }
-    /* Packed B whose kc x nc block fits the L1 is not prefetched: 81 x
-     * 81 B^T of K = 64 (a 24 KiB block); 200 x 200 (56 KiB) is, and B
-     * read in place has no packed panels. */
+    /* B the call packs into a kc x nc block that fits the L1 is not
+     * prefetched: 81 x 81 B^T of K = 64 (a 24 KiB block); 200 x 200 (56
+     * KiB) is, B read in place has no packed panels, and pre-packed
+     * weights are prefetched whatever their size. */
     gemm_shape tokens = {.M = 81, .N = 81, .K = 64, .transb = true};
     plan_gemm_choice(&m, &tokens, 1, &(plan_choice){0}, &p);
     CHECK(p.pack_b && p.b_panels_in_l1, "81x81x64 NT: packed B in L1, not prefetched");
@@ -135,6 +136,9 @@ static void zen4_by_hand(void)
     CHECK(p.pack_b && !p.b_panels_in_l1, "200x200x64 NT: packed B prefetched");
     plan_gemm_choice(&m, &seventeen, 1, &(plan_choice){0}, &p);
     CHECK(!p.pack_b && !p.b_panels_in_l1, "17x3072x768: B in place, no packed panels");
+    gemm_shape weights = {.M = 81, .N = 81, .K = 64, .prepacked_kc = 64};
+    plan_gemm_choice(&m, &weights, 1, &(plan_choice){0}, &p);
+    CHECK(p.pack_b && !p.b_panels_in_l1, "81x81x64 pre-packed: the caller's panels prefetched");
     /* One row times B takes the row form, its vectors of columns split
      * evenly over the threads; not with B^T (dot tiles), nor B packed. */
     gemm_shape one_row = {.M = 1, .N = 3072, .K = 768};

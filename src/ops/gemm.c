@@ -202,8 +202,6 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64
     } else if (c->packed) {
         int64_t panel = jc / p->nr + jr;
         args->b = c->packed->data + pc * c->packed->n_padded + panel * p->nr * kb;
-        if (p->b_panels_in_l1)
-            rows_ahead = 0;
     } else if (p->pack_b) {
         args->b = b_buf + jr * p->nr * kb;
         if (p->b_panels_in_l1)

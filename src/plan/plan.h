@@ -159,8 +159,8 @@ typedef struct gemm_plan {
      * is not prefetched (0: always prefetched; see plan_gemm.c and
      * plan_b_unprefetched). */
     int64_t b_unprefetched_stride;
-    /* Packed B whose kc x nc block fits the L1: the ukernel does not
-     * prefetch its panels (plan_gemm.c, packed_block_in_l1). */
+    /* B packed by the call into a kc x nc block that fits the L1: the
+     * ukernel does not prefetch its panels (plan_gemm.c, packed_block_in_l1). */
     bool b_panels_in_l1;
     bool nc_half_l2;          /* nc cut so the B block fills at most half the L2 */
     bool deep_kc;             /* kc deepened, up to twice: few B panels a thread (plan_gemm.c) */

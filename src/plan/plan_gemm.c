@@ -38,10 +38,12 @@ static const int64_t DOT_MAX_M = 16;
  * apart that no hardware prefetcher follows, and a miss to L3 costs a
  * hundred cycles or more where a small tile's k step takes a few. */
 static const int PACKED_PREFETCH_BYTES = 1024;
-/* Unless the packed block is no larger than the L1: packed just before
- * its first row tile reads it, it is still there for the next, and the
- * prefetches are only extra loads in each k step (where A is read in
- * place by 14 row offsets, also registers reloaded from the stack). Time
+/* Unless the block the call packs is no larger than the L1: packed just
+ * before its first row tile reads it, it is still there for the next,
+ * and the prefetches are only extra loads in each k step (where A is
+ * read in place by 14 row offsets, also registers reloaded from the
+ * stack). Not pre-packed weights: they come from wherever the caller
+ * left them, and were not measured without. Time
  * without / with, in one process, attention's matrices of K = 64 (blocks
  * of 8-32 KiB), 1 thread: B^T at 17-128 tokens 0.91-0.99, 81x81 B 0.95,
  * 100x100 B 1.01; 2 threads, B^T: 12 x 24, 81, 128 tokens 0.91, 0.95,
@@ -51,7 +53,8 @@ static const int PACKED_PREFETCH_BYTES = 1024;
 static bool packed_block_in_l1(const plan_model *m, const gemm_shape *s, const gemm_plan *p)
 {
     int64_t cols = p->nc < s->N ? p->nc : s->N;
-    return p->pack_b && p->kc * cols * (int64_t)sizeof(float) <= model_l1(m).size_bytes;
+    return p->pack_b && s->prepacked_kc == 0 &&
+           p->kc * cols * (int64_t)sizeof(float) <= model_l1(m).size_bytes;
 }
 
 /* A plan of this many B panels or fewer takes K in one block where all
