@@ -44,7 +44,7 @@ TEST_SRC  := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 HEADERS   := $(wildcard include/*.h src/*/*.h tests/*.h tools/*.h)
 
-.PHONY: all test demo bench bench-plan install clean test-arm
+.PHONY: all test demo bench bench-plan bench-ab install clean test-arm
 all: $(BUILD)/libtessel.a $(BUILD)/libtessel.so $(BUILD)/tessel $(BUILD)/tessel.pc
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -96,6 +96,13 @@ bench-plan: $(BUILD)/libtessel.a
 	@mkdir -p $(BUILD)/bench
 	$(CC) $(CFLAGS_COMMON) -o $(BUILD)/bench/plan_bench bench/plan_bench.c $(BUILD)/libtessel.a $(LDLIBS)
 	$(BUILD)/bench/plan_bench $(PLAN_BENCH_ARGS)
+
+# In-process A/B of plan choices for one shape (bench/README.md, "Plan
+# A/B"): make bench-ab AB_ARGS='64 768 768 --threads 2 rules "nv=0 kc=0 nc=0 b=rules split=M"'
+bench-ab: $(BUILD)/libtessel.a
+	@mkdir -p $(BUILD)/bench
+	$(CC) $(CFLAGS_COMMON) -o $(BUILD)/bench/plan_ab bench/plan_ab.c $(BUILD)/libtessel.a $(LDLIBS)
+	$(if $(AB_ARGS),$(BUILD)/bench/plan_ab $(AB_ARGS))
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

@@ -281,12 +281,13 @@ static void zen4_by_hand(void)
     gemm_shape layer = {.M = 128, .N = 768, .K = 768};
     plan_gemm_choice(&m, &layer, 2, &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
     CHECK(p.split == 'M' && p.threads == 2, "128x768x768, B in place: split %c", p.split);
-    /* From two row tiles a thread (64 rows: 5 tiles), B in place, no
-     * ragged end is charged and M still wins; with fewer (40 rows: 3),
-     * the half k block does and N wins. */
+    /* With fewer rows B weighs more: along M each thread fetches all of
+     * B in place (2.4 MB, past this L2), along N only its half, so 64
+     * rows (5 tiles) go along N, as do 40 (3 tiles), which would also be
+     * charged the half k block a thread may wait. */
     gemm_shape fewer = {.M = 64, .N = 768, .K = 768};
     plan_gemm_choice(&m, &fewer, 2, &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
-    CHECK(p.split == 'M' && p.ntiles == 5, "64x768x768, B in place: split %c", p.split);
+    CHECK(p.split == 'N' && p.ntiles == 5, "64x768x768, B in place: split %c", p.split);
     fewer.M = 40;
     plan_gemm_choice(&m, &fewer, 2, &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
     CHECK(p.split == 'N' && p.ntiles == 3, "40x768x768, B in place: split %c", p.split);

@@ -256,6 +256,26 @@ static double balance(int64_t units, int threads, const double *prefix, int64_t 
     return worst;
 }
 
+/* B read in place is fetched by every thread that reads it, from L3 or
+ * memory unless the thread's share stayed in its L2 since the last call:
+ * along M each thread reads all of B, along N only its own columns. The
+ * rate it is charged at is what the FMAs do not hide, fitted to the
+ * differences measured between the two splits: Intel Xeon (model 167, L2
+ * 2 MiB), 2 threads, time along N / M in one process, 16 x 768 x 3072
+ * 0.82, 32 x 768 x 3072 0.88, 48-64 x 3072 and 2304 x 768 0.88-0.90, 64
+ * x 768 x 768 0.92 (its halves of B stay in the L2s), 100-150 x 3072 x
+ * 768 0.93-0.95, 150 x 768 x 3072 0.98-1.00, 512 x 768 x 3072 1.01
+ * (where packing A twice weighs more). Pre-packed panels, read in one
+ * run each, went the other way (64-150 x 768 x 768 N / M 1.02-1.06), so
+ * they are not charged. */
+static const double B_FETCH_GBS = 100.0;
+
+static double b_fetched(const plan_model *m, double b_bytes, int threads, char split)
+{
+    double share = split == 'N' && threads > 1 ? b_bytes / threads : b_bytes;
+    return share <= 0.75 * (double)m->l2_bytes ? 0.0 : share;
+}
+
 /* Prefix sums of unit costs for the two ways of splitting. Row tiles: each
  * costs its height's cycles across all panels. Column panels: each costs
  * the sum over row tiles; all equal but the masked last one. The arrays are
@@ -939,8 +959,10 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     /* With B read in place and two row tiles or more a thread, the end
      * is not charged at all: the half k block a thread may wait made N
      * win where M measured 4-15% faster (56-100 x 768 x 768 at 2
-     * threads; at 17-31 rows, a tile or so a thread, N stays 5-18%
-     * faster). */
+     * threads, Xeon model 207; at 17-31 rows, a tile or so a thread, N
+     * stays 5-18% faster). On the Xeon model 167 the same shapes ran
+     * 4-9% faster along N, which the fetch of B below now charges
+     * (b_fetched). */
     bool many_tiles = !p->pack_b && p->ntiles >= IN_PLACE_M_MIN_TILES * t_m;
     double last_share = waits_on_packer ? 1.0
                         : many_tiles    ? 0.0
@@ -949,6 +971,12 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     double fma_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K;
     double cost_m = fma_m + (bytes_b + bytes_a) / t_m * per_pack_byte;
     double cost_n = fma_n + (bytes_a + bytes_b / t_n) * per_pack_byte;
+    if (!p->pack_b) {
+        double per_fetch_byte = clock_hz(m) / (B_FETCH_GBS * 1e9);
+        double b_bytes = (double)s->K * (double)s->N * sizeof(float);
+        cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
+        cost_n += b_fetched(m, b_bytes, t_n, 'N') * per_fetch_byte;
+    }
     bool along_m = c->split == 'M' || (c->split != 'N' && cost_m <= cost_n);
     p->split = along_m ? 'M' : 'N';
     p->threads = along_m ? t_m : t_n;
