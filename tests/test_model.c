@@ -179,19 +179,30 @@ static void zen4_by_hand(void)
     one_row.prepacked_kc = m.kc;
     plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
     CHECK(!p.row, "1x3072x768 with B pre-packed: not the row form");
-    /* B on more threads is read in place below 1024 rows, the threads
-     * splitting M, wide or deep; on one thread both are packed, and from
-     * 1024 rows on two. */
+    /* B is packed past a few row tiles at any thread count: deep or
+     * square B from 5 tiles (57 rows of 14), B wider than deep or whose
+     * rows collide in the L1 (4 KiB apart, 1024 floats) from 3 tiles (29
+     * rows); rows 3 KiB apart (768 floats) do not collide. */
     gemm_shape deep_b = {.M = 450, .N = 768, .K = 768};
-    plan_gemm_choice(&m, &deep_b, 2, &(plan_choice){0}, &p);
-    CHECK(!p.pack_b && p.split == 'M', "450x768x768 at 2 threads: B %s, split %c",
-          p.pack_b ? "packed" : "in place", p.split);
-    plan_gemm_choice(&m, &deep_b, 1, &(plan_choice){0}, &p);
-    CHECK(p.pack_b, "450x768x768 at 1 thread: B packed");
+    for (int t = 1; t <= 2; t++) {
+        plan_gemm_choice(&m, &deep_b, t, &(plan_choice){0}, &p);
+        CHECK(p.pack_b, "450x768x768 at %d thread(s): B packed", t);
+    }
+    struct { int64_t M, N, K; bool packed; } reads[] = {
+        {56, 768, 768, false}, {57, 768, 768, true},    {40, 768, 3072, false},
+        {28, 3072, 768, false}, {29, 3072, 768, true},  {28, 1024, 1024, false},
+        {29, 1024, 1024, true}, {40, 1024, 4096, true}, {100, 768, 3072, true}};
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+        for (int t = 1; t <= 2; t++) {
+            gemm_shape sh = {.M = reads[i].M, .N = reads[i].N, .K = reads[i].K};
+            plan_gemm_choice(&m, &sh, t, &(plan_choice){0}, &p);
+            CHECK(p.pack_b == reads[i].packed, "%lldx%lldx%lld at %d thread(s): B %s",
+                  (long long)sh.M, (long long)sh.N, (long long)sh.K, t,
+                  p.pack_b ? "packed" : "in place");
+        }
     gemm_shape wide_b = {.M = 512, .N = 3072, .K = 768};
     plan_gemm_choice(&m, &wide_b, 2, &(plan_choice){0}, &p);
-    CHECK(!p.pack_b && p.split == 'M', "512x3072x768 at 2 threads: B %s, split %c",
-          p.pack_b ? "packed" : "in place", p.split);
+    CHECK(p.pack_b, "512x3072x768 at 2 threads: B packed");
     plan_gemm_choice(&m, &wide_b, 1, &(plan_choice){0}, &p);
     CHECK(p.pack_b, "512x3072x768 at 1 thread: B packed");
     wide_b.M = 1296;

@@ -18,7 +18,8 @@ static const double LOADS_PER_CYCLE = 2.0;
 /* Fixed cycles per ukernel call beyond its k loop (call, pointer set-up). */
 static const double CALL_CYCLES = 30.0;
 /* The rate of copying operands into panels that the rules weigh copies
- * against (whether to pack B, which way to split over threads). Their
+ * against (which way to split over threads; whether to pack B is now
+ * decided by row tiles, plan_gemm.c b_read_in_place). Their
  * thresholds were set by measurement at this figure, and it is not read
  * from the probe: a context's quick probe measures no bandwidth, and
  * `tessel tune`, whose probe does (L2 139 GB/s here, so 70 GB/s of

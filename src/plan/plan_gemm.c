@@ -102,11 +102,11 @@ static const int64_t UNPREFETCHED_MAX_ROWS = 4;
 /* Row tiles a thread from which a split along M of B read in place is
  * charged no ragged end (see the split below). */
 static const int64_t IN_PLACE_M_MIN_TILES = 2;
-/* The extra time of reading B in place over packed panels (measured;
- * see b_read_in_place). */
-static const double IN_PLACE_PENALTY = 0.07;
-/* Rows from which deep or square B is packed on more threads too. */
-static const int64_t SHARED_IN_PLACE_MAX_ROWS = 1024;
+/* Row tiles up to which deep or square B whose rows do not collide in
+ * the L1 is read in place (see b_read_in_place). */
+static const int64_t DEEP_IN_PLACE_MAX_TILES = 4;
+/* Row tiles up to which B streamed from memory is read in place. */
+static const int64_t STREAM_IN_PLACE_MAX_TILES = 7;
 /* B that no cache keeps between calls (larger than this many L2s) comes
  * from memory at the speed of the hardware prefetchers, which follow a
  * few dozen streams, one per row. Read in place, its block is a few rows
@@ -695,11 +695,25 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
     return c->nv;
 }
 
+/* Whether B's rows, read in place, collide in the L1: a row stride that
+ * is a multiple of half an L1 way (2 KiB of 4 KiB here) puts the same
+ * column of every row in one or two of its sets, so a panel's k steps
+ * evict each other (taking ldb as N, as plans are keyed). Strides of 3
+ * KiB (768 floats) spread over four and were not seen to suffer. */
+static bool b_rows_collide(const plan_model *m, const gemm_shape *s)
+{
+    const hw_cache *l1 = hw_data_cache(&m->hw, 1);
+    if (!l1 || l1->ways <= 0)
+        return false;
+    int64_t half_way = l1->size_bytes / l1->ways / 2;
+    return half_way > 0 && s->N * (int64_t)sizeof(float) % half_way == 0;
+}
+
 /* Whether B is read in place: as chosen where that is possible (rows of
  * op(B) contiguous, not pre-packed), else by the rule of the comment
  * below. */
 static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan_choice *c,
-                            int nv, bool small_m, int threads)
+                            int nv, bool small_m)
 {
     if (!b_rows_in_place(s))
         return false;
@@ -720,44 +734,33 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
     if (nv * m->vec * (int64_t)sizeof(float) <= model_l1(m).line_bytes)
         return small_m;
     /* B is packed by the first row tile as it reads it (ops/gemm.c), so
-     * the copy costs little more than its stores. B wider than deep is
-     * then worth packing from small M up: time in place / packed, 1 and 2
-     * threads, 48, 96, 128, 384 x 3072 x 768: 1.01/1.04, 1.08/1.07,
-     * 1.07/1.11, 1.11/1.13. Deep narrow B is not: 48, 96, 300 x 768 x
-     * 3072: 0.99/0.97, 0.99/1.00, 1.01/0.92; 48 x 768 x 768: 0.90/0.92.
-     * There the older rule stands: the copy moves 8 bytes per element of
-     * B, the product does 2 M flops per element, so its share of the time
-     * is 4 peak / (M * pack bandwidth), against the 7% that reading in
-     * place cost where both were measured (1296x3072x768). On the Xeon
-     * (model 207) a quarter instead (packing from 148 rows) made the
-     * calibrated plans 2-3% faster against oneDNN on bert-base and
-     * dietcode at 1 thread but the rules' plans (TESSEL_DB=off) 5-6%
-     * slower on dietcode and bert-large
-     * (`2026-12-02-compare-pack-deep-b.md`): not taken. */
-    if (s->N > s->K && threads == 1)
+     * the copy costs little more than its stores, and past a few row
+     * tiles the panels repay it, at any thread count. Time packed / in
+     * place in one process (make bench-ab), Intel Xeon (model 167, L1
+     * 48 KiB 12-way, L2 2 MiB), 1 thread: 768 x 768 and 768 x 3072 at
+     * 32-48 rows 0.97-1.04, 64 rows 0.98-0.99, 80-256 rows 0.93-0.96;
+     * 700 x 700 and 1000 x 1000 the same (32 rows 1.00-1.08, 80-128
+     * 0.93-0.98). 2 threads: 100-384 x 768 x 3072 0.95, 768 x 768 level
+     * (its halves stay in the L2s either way). Earlier rules, measured on
+     * the Xeon model 207, read deep B in place up to 7% of the time in
+     * copies (about 600 rows here) and, on 2 threads, up to a thousand
+     * rows, where that machine measured in place split M 0.76-0.77 of
+     * packed split N (384-450 x 768); this one measures packed split N
+     * 0.99-1.01 there. B wider than deep, or whose rows collide in the L1
+     * (b_rows_collide), is packed from small M up: 2 threads, 32-992 x
+     * 3072 x 768 0.87-0.90, 32-150 x 4096 x 1024 0.81-0.90, 100-992 x 2304
+     * x 768 0.92-0.94 (32-64 rows 0.95-1.00), 1 thread 32-256 x 1024 x
+     * 1024, x 1024 x 4096 and x 2048 x 2048 0.87-0.93, x 512 x 512
+     * 0.87-0.91. B streamed from memory (b_streams_from_memory) comes
+     * once a call either way, and its copy pays from more rows: 1 / 2
+     * threads, 32, 64, 80, 96, 112, 128 x 50257 x 768 (gpt2's head),
+     * packed / in place 1.32 / 1.36, 1.13 / 1.14, 1.03 / 1.05, 1.00 /
+     * 1.00, 0.96 / 0.98, 0.94 / 0.96. */
+    if (b_streams_from_memory(m, s))
+        return s->M <= STREAM_IN_PLACE_MAX_TILES * m->mr;
+    if (s->N > s->K || b_rows_collide(m, s))
         return small_m;
-    /* On more threads, B is read in place up to about a thousand rows: the
-     * threads split M and each reads the B block from the cache the other
-     * brought it to, where packed they split N and each packs all of A.
-     * Time in place split M / packed split N, 2 threads: 450x768x768
-     * 0.77, 384x768x3072 0.76 (packed split M 0.86, 0.95); 1 thread level
-     * (0.98-0.99); wider than deep, 512x3072x768, level (1.01); squares
-     * of 1000-2048, split M either way, level. Against oneDNN at 2
-     * threads (`compare-deep-b-in-place-2t.md`): 384 and 512 x 768 x 768
-     * and x 768 x 3072 0.70-0.84 -> 0.95-0.98, bert-base 1.04x. From
-     * about a thousand rows packing wins again (the Xeon, model 207, 2
-     * threads, time packed / in place in one process: dietcode's
-     * 1296-2048 rows 0.84-1.03, most 0.90-0.96; squares of 1000-2048
-     * 0.78-1.02; 450-512 x 768 still 0.99-1.29). Against oneDNN
-     * (`2026-12-02-compare-pack-deep-b.md`, 2 threads): squares 1.16x,
-     * dietcode 1.01x, bert-base and bert-large level. B wider than deep
-     * too, on the Xeon: tessel / oneDNN, 16-992 x 2304 and 3072 x 768, 2
-     * threads, 1.07x, 43-300 rows 1.05-1.52x
-     * (`2026-12-02-compare-wide-b-in-place-2t.md`). */
-    if (threads > 1)
-        return s->M < SHARED_IN_PLACE_MAX_ROWS;
-    double copy_share = 4.0 * peak_flops(m) / ((double)s->M * m->pack_bytes_per_second);
-    return small_m || copy_share > IN_PLACE_PENALTY;
+    return s->M <= DEEP_IN_PLACE_MAX_TILES * m->mr;
 }
 
 /* Below this many row tiles a block's first tile, which copies B as it
@@ -906,7 +909,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * next to the product. Packed weights are already in panels. A copy
      * that passes the L2 with its source is capped the same way
      * (copy_passes_l2). */
-    p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m, threads);
+    p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m);
     p->b_from_memory = b_streams_from_memory(m, s);
     bool streams_in_place = !p->pack_b && p->b_from_memory;
     if (streams_in_place) {
