@@ -258,16 +258,22 @@ static double balance(int64_t units, int threads, const double *prefix, int64_t 
 
 /* B read in place is fetched by every thread that reads it, from L3 or
  * memory unless the thread's share stayed in its L2 since the last call:
- * along M each thread reads all of B, along N only its own columns. The
+ * along M each thread reads all of B, along N only its own columns. B
+ * that the call packs, shared along M, is fetched the same way: each
+ * block from the cache of the thread that packed it (along N each thread
+ * packs and keeps its own columns). The
  * rate it is charged at is what the FMAs do not hide, fitted to the
  * differences measured between the two splits: Intel Xeon (model 167, L2
  * 2 MiB), 2 threads, time along N / M in one process, 16 x 768 x 3072
  * 0.82, 32 x 768 x 3072 0.88, 48-64 x 3072 and 2304 x 768 0.88-0.90, 64
  * x 768 x 768 0.92 (its halves of B stay in the L2s), 100-150 x 3072 x
  * 768 0.93-0.95, 150 x 768 x 3072 0.98-1.00, 512 x 768 x 3072 1.01
- * (where packing A twice weighs more). Pre-packed panels, read in one
- * run each, went the other way (64-150 x 768 x 768 N / M 1.02-1.06), so
- * they are not charged. */
+ * (where packing A twice weighs more). B packed by the call, 2 threads,
+ * N / M: 255-384 x 768 x 768 and x 768 x 3072 0.92-0.96, 384-512 x 1024
+ * x 1024 and x 1024 x 4096 0.96-0.98; 1296 x 768 x 768 and 512^3, which
+ * stay along M, 1.04 and 1.02. Pre-packed panels, read in one run each,
+ * went the other way (64-150 x 768 x 768 N / M 1.02-1.06), so they are
+ * not charged. */
 static const double B_FETCH_GBS = 100.0;
 
 static double b_fetched(const plan_model *m, double b_bytes, int threads, char split)
@@ -974,11 +980,13 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     double fma_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K;
     double cost_m = fma_m + (bytes_b + bytes_a) / t_m * per_pack_byte;
     double cost_n = fma_n + (bytes_a + bytes_b / t_n) * per_pack_byte;
+    double per_fetch_byte = clock_hz(m) / (B_FETCH_GBS * 1e9);
+    double b_bytes = (double)s->K * (double)s->N * sizeof(float);
     if (!p->pack_b) {
-        double per_fetch_byte = clock_hz(m) / (B_FETCH_GBS * 1e9);
-        double b_bytes = (double)s->K * (double)s->N * sizeof(float);
         cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
         cost_n += b_fetched(m, b_bytes, t_n, 'N') * per_fetch_byte;
+    } else if (waits_on_packer && t_m > 1) {
+        cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
     }
     bool along_m = c->split == 'M' || (c->split != 'N' && cost_m <= cost_n);
     p->split = along_m ? 'M' : 'N';
