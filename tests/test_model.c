@@ -212,13 +212,15 @@ static void zen4_by_hand(void)
     two_pipes.fma_per_cycle = 2.0;
     plan_model m2;
     CHECK(plan_model_init(&m2, &two_pipes) == 0, "two-pipe zen4 model builds");
-    /* With two pipes the 16-wide tile is off; rows that take two tiles of
-     * the main width and two of a wider one take the wider: 15-18 rows 48
-     * wide (9 rows a tile), not 7-14 (one tile) nor 19 (three of 48). */
+    /* With two pipes the 16-wide tile is off; rows that one tile of a
+     * wider width covers take the widest (7-9 rows 48 wide), and rows
+     * that take two tiles of the main width and two of a wider one take
+     * the wider: 15-18 rows 48 wide (9 rows a tile); not 10-14 (one tile
+     * of 32 against two of 48) nor 19 (three of 48). */
     for (int64_t rows = 7; rows <= 19; rows++) {
         gemm_shape sh = {.M = rows, .N = 3072, .K = 768};
         plan_gemm_choice(&m2, &sh, 1, &(plan_choice){0}, &p);
-        bool wide = rows >= 15 && rows <= 18;
+        bool wide = rows <= 9 || (rows >= 15 && rows <= 18);
         int64_t tiles = rows <= 9 ? 1 : rows <= 14 ? 1 : 2;
         CHECK(p.nv == (wide ? 3 : m2.nv) && p.ntiles == tiles,
               "%lldx3072x768 with two FMA pipes: %d vectors wide, %lld row tiles",
@@ -478,14 +480,15 @@ static void zen3_rules(void)
               (long long)s.M, (long long)s.N, (long long)s.K, packs[i].threads,
               p.pack_b ? "packed" : "in place");
     }
-    /* Three rows take 24-wide tiles (9 chains for 2 pipes of 4 cycles, where
-     * 16 wide holds 6); four keep the main width (8 chains), and so do 5-6
-     * and 9; 7-8 rows take two tiles of 24 (4 rows a tile, against two of
-     * 16: as many tiles, more accumulators). */
+    /* With two FMA pipes, rows one 24-wide tile covers take it (3 rows: 9
+     * chains for 2 pipes of 4 cycles, where 16 wide holds 6; 4 rows: 12
+     * against 8); 5-6 and 9 keep the main width; 7-8 rows take two tiles
+     * of 24 (4 rows a tile, against two of 16: as many tiles, more
+     * accumulators). */
     for (int64_t rows = 3; rows <= 9; rows++) {
         plan_gemm_choice(&m, &(gemm_shape){.M = rows, .N = 768, .K = 768}, 1,
                          &(plan_choice){0}, &p);
-        bool wide = rows == 3 || rows == 7 || rows == 8;
+        bool wide = rows <= 4 || rows == 7 || rows == 8;
         CHECK(p.nv == (wide ? 3 : m.nv), "zen3 %lldx768x768: %d vectors wide", (long long)rows,
               p.nv);
     }

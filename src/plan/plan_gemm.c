@@ -589,13 +589,23 @@ static int widest_in_tiles(const plan_model *m, const gemm_shape *s, int64_t til
  * 16 wide hold 6 chains for 2 pipes of 4 cycles, 24 wide 9. Time 24 / 16
  * wide, B in place, AMD EPYC (Zen 3), 1 thread: 3 x 768 x 768, x 2304 x
  * 768, x 768 x 3072 0.92-0.94, 0.92, 0.86-0.89 (0.89 / 0.88 at 2 threads
- * in the top-8 run). The width, or 0 where the rule does not apply
- * (where one FMA pipe needs 4 chains, as with Zen 4's AVX-512, only one
- * row would, and one row takes the row form). */
+ * in the top-8 run). With two FMA pipes, any rows that one wider tile
+ * covers take it: it reads each element of A in fewer panels and keeps
+ * more chains in flight. Time 48 / 32 wide in one process (make
+ * bench-ab), Intel Xeon (model 167), 7-9 rows, 1 thread: x 3072 x 768
+ * 0.81-0.83, x 768 x 768 0.88-0.92, x 2304 x 768 0.93-0.96, x 768 x 3072
+ * 0.95-0.97; 2 threads 0.81, 0.90-0.97, 0.94-0.95, 0.97-1.02; under
+ * TESSEL_ISA=avx2, 4 rows 24 / 16 wide 0.60-0.92 (5 rows, two tiles of
+ * 24, lost: 1.15-1.24). (On the Xeon model 207 the same 7-9 rows had
+ * measured 0.83-0.93 the other way, 32 wide the faster.) The width, or 0
+ * where the rule does not apply (where one FMA pipe needs 4 chains, as
+ * with Zen 4's AVX-512, only one row would, and one row takes the row
+ * form). */
 static int few_rows_width(const plan_model *m, const gemm_shape *s)
 {
     double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
-    if (!b_rows_in_place(s) || (double)(s->M * m->nv) >= in_flight)
+    bool two_pipes = m->hw.fma_per_cycle >= 2.0;
+    if (!b_rows_in_place(s) || (!two_pipes && (double)(s->M * m->nv) >= in_flight))
         return 0;
     return widest_in_tiles(m, s, 1);
 }
