@@ -50,6 +50,9 @@ static tile_rule first_failed_rule(const plan_model *m, int mr, int nv)
         return TILE_RULE_LATENCY;
     if (!model_fits_load_ports(mr, nv, hw->fma_per_cycle, LOADS_PER_CYCLE))
         return TILE_RULE_LOAD_PORTS;
+    if (model_broadcast_share(nv, hw->fma_per_cycle, hw->broadcast_cycles) >
+        m->least_broadcast_share + 0.1 + 1e-9)
+        return TILE_RULE_BROADCASTS;
     if (model_kc(&l1, mr, nv * m->vec) <= 0)
         return TILE_RULE_L1;
     return TILE_RULE_PASSES;
@@ -62,6 +65,7 @@ static bool reason_names_rule(const char *reason, tile_rule rule)
     case TILE_RULE_REGISTERS: return strstr(reason, "registers") != NULL;
     case TILE_RULE_LATENCY: return strstr(reason, "latency") != NULL;
     case TILE_RULE_LOAD_PORTS: return strstr(reason, "loads") != NULL;
+    case TILE_RULE_BROADCASTS: return strstr(reason, "broadcasts") != NULL;
     case TILE_RULE_L1: return strstr(reason, "L1") != NULL;
     default: return false;
     }
@@ -187,6 +191,19 @@ static void candidates_of_presets(void)
     CHECK(plan_candidates(&m, top, 3) == count_built(HW_ISA_AVX2) && top[0].mr == 6 &&
               top[0].nv == 2,
           "top 3 of the avx2-16 list");
+
+    CHECK(hw_profile_preset(&hw, "zen1") == 0 && plan_model_init(&m, &hw) == 0, "zen1 model");
+    check_main_list("zen1", &m);
+    check_dot_list("zen1", &m);
+    n = plan_candidates(&m, list, PLAN_MAX_CANDIDATES);
+    const plan_candidate *c13 = NULL;
+    for (int i = 0; i < n; i++)
+        if (list[i].mr == 13 && list[i].nv == 1)
+            c13 = &list[i];
+    CHECK(c13 && c13->verdict.failed == TILE_RULE_BROADCASTS &&
+              strcmp(c13->reason,
+                     "its broadcasts add 20% to its FMA cycles, the widest tile's 5%") == 0,
+          "zen1 13x8 reason '%s'", c13 ? c13->reason : "(missing)");
 #endif
 }
 

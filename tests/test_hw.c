@@ -266,6 +266,8 @@ static void check_default_profile(const hw_profile *probed)
           d->fma_latency_cycles);
     CHECK(d->fma_per_cycle > 0.1 && d->fma_per_cycle < 6, "%g FMAs per cycle",
           d->fma_per_cycle);
+    CHECK(d->broadcast_cycles >= 0 && d->broadcast_cycles < 10, "a broadcast adds %g cycles",
+          d->broadcast_cycles);
 }
 
 void suite_hw(void)

@@ -35,8 +35,10 @@ static void zen4_by_hand(void)
     CHECK(model_hides_latency(1, 4, 4, 1) && !model_hides_latency(1, 3, 4, 1), "latency rule");
     CHECK(model_fits_load_ports(6, 2, 2, 2) && !model_fits_load_ports(14, 1, 2, 2),
           "load-port rule: 6x2 fits two ports at 2 FMAs a cycle, 14x1 does not");
-    CHECK(model_tile_cycles(9, 3, 4, 1, 2) == 27.0, "9x3 tile: FMA-bound 27 cycles");
-    CHECK(model_tile_cycles(1, 1, 4, 1, 2) == 4.0, "1x1 tile: latency-bound 4 cycles");
+    CHECK(model_tile_cycles(9, 3, 4, 1, 2, 0) == 27.0, "9x3 tile: FMA-bound 27 cycles");
+    CHECK(model_tile_cycles(1, 1, 4, 1, 2, 0) == 4.0, "1x1 tile: latency-bound 4 cycles");
+    CHECK(fabs(model_tile_cycles(6, 2, 5, 1, 2, 0.25) - 13.5) < 1e-12,
+          "6x2 tile, broadcasts a quarter cycle each: 12 + 1.5 cycles");
 
 #if defined(__x86_64__)
     plan_model m;
@@ -437,8 +439,8 @@ static void avx2_by_hand(void)
 {
     hw_profile hw;
     CHECK(hw_profile_preset(&hw, "avx2-16") == 0, "avx2-16 preset exists");
-    CHECK(model_tile_cycles(4, 3, 5, 2, 2) == 6.0, "4x3 tile: 6 cycles");
-    CHECK(model_tile_cycles(2, 1, 5, 2, 2) == 5.0, "2x1 tile: latency-bound");
+    CHECK(model_tile_cycles(4, 3, 5, 2, 2, 0) == 6.0, "4x3 tile: 6 cycles");
+    CHECK(model_tile_cycles(2, 1, 5, 2, 2, 0) == 5.0, "2x1 tile: latency-bound");
 #if defined(__x86_64__)
     plan_model m;
     CHECK(plan_model_init(&m, &hw) == 0, "avx2-16 model builds");
@@ -453,6 +455,35 @@ static void avx2_by_hand(void)
     gemm_plan p;
     plan_gemm_choice(&m, &(gemm_shape){.M = 43, .N = 64, .K = 43}, 1, &(plan_choice){0}, &p);
     CHECK(p.nv == m.nv, "avx2-16, 43x64x43: %d vectors wide", p.nv);
+#endif
+}
+
+/* Zen 1 (AVX2, one FMA pipe of latency 5, broadcasts 0.2 cycles each) by
+ * hand: broadcasts add 0.2 / nv of the FMA time, 5% 32 wide (2 x 32
+ * passes rules 1-3: 8 chains >= 5), so 8 wide (20%) is rejected and 16
+ * wide (10%) is not; of 6 x 16 and 4 x 24, 12 accumulators each, the
+ * taller: kc = floor(7 / (1 + 6 / 16)) = 5 ways of 64 lines of 64 B, over
+ * 16 floats of 4 B = 320. A probe that reads broadcasts dear still gets a
+ * tile: the widest passes against itself. */
+static void zen1_broadcasts(void)
+{
+#if defined(__x86_64__)
+    hw_profile hw;
+    CHECK(hw_profile_preset(&hw, "zen1") == 0, "zen1 preset exists");
+    plan_model m;
+    CHECK(plan_model_init(&m, &hw) == 0, "zen1 model builds");
+    CHECK(m.mr == 6 && m.nv == 2 && m.kc == 320, "zen1 tile %dx%d, kc %lld", m.mr, m.nr,
+          (long long)m.kc);
+    CHECK(fabs(m.least_broadcast_share - 0.05) < 1e-12, "zen1 least broadcast share %g",
+          m.least_broadcast_share);
+    CHECK(model_tile_verdict(&m, 14, 1).failed == TILE_RULE_BROADCASTS &&
+              model_tile_verdict(&m, 5, 1).failed == TILE_RULE_BROADCASTS,
+          "zen1: 8-wide tiles pass the broadcast rule");
+    CHECK(model_tile_verdict(&m, 4, 3).failed == TILE_RULE_PASSES, "zen1: 4x24 rejected");
+
+    hw.broadcast_cycles = 3.0;
+    CHECK(plan_model_init(&m, &hw) == 0 && m.nv == 4 && m.mr == 2,
+          "broadcasts of 3 cycles: tile %dx%d", m.mr, m.nr);
 #endif
 }
 
@@ -701,6 +732,7 @@ void suite_model(void)
     zen4_by_hand();
     whole_fma_units();
     avx2_by_hand();
+    zen1_broadcasts();
     zen3_rules();
     planner_invariants();
 }

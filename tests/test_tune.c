@@ -170,6 +170,7 @@ static void check_cost_text(void)
 {
     hw_profile hw;
     hw_profile_preset(&hw, "zen4");
+    hw.broadcast_cycles = 0.25;
     cost_model cm;
     cost_model_default(&cm, &hw);
     CHECK(!cm.calibrated, "defaults are not a calibration");
@@ -188,7 +189,7 @@ static void check_cost_text(void)
            back.tile_scale[COST_A_IN_PLACE][1][3] == 0.75f &&
            back.tile_scale[COST_A_PACKED][1][1] == 1.0f &&
            back.fma_latency == cm.fma_latency && back.fma_per_cycle == cm.fma_per_cycle &&
-           cm.fma_per_cycle > 0;
+           cm.fma_per_cycle > 0 && back.broadcast_cycles == 0.25;
     CHECK(same, "round trip keeps every number");
     /* A model stored before the FMA figures were recorded still loads,
      * without them. */
@@ -200,8 +201,25 @@ static void check_cost_text(void)
         memcpy(older, text, head);
         strcpy(older + head, strchr(fma_line, '\n') + 1);
         CHECK(cost_model_parse(older, &back) == 0 && back.fma_latency == 0 &&
-                  back.fma_per_cycle == 0,
-              "a text without them parses, figures 0");
+                  back.fma_per_cycle == 0 && back.broadcast_cycles < 0,
+              "a text without them parses, figures 0, broadcasts unrecorded");
+        /* One stored before broadcasts were recorded: two figures. */
+        snprintf(older + head, sizeof older - head, "fma 4 1\n%s", strchr(fma_line, '\n') + 1);
+        CHECK(cost_model_parse(older, &back) == 0 && back.fma_latency == 4 &&
+                  back.fma_per_cycle == 1 && back.broadcast_cycles < 0,
+              "an fma line of two figures parses, broadcasts unrecorded");
+        /* A calibration rebuilds the rules from its own broadcast figure,
+         * and one without it keeps the probe's. */
+        hw_profile zen1;
+        plan_model m;
+        hw_profile_preset(&zen1, "zen1");
+        zen1.broadcast_cycles = 0.0;
+        snprintf(older + head, sizeof older - head, "fma 5 1 0.2\n%s",
+                 strchr(fma_line, '\n') + 1);
+        CHECK(plan_model_init(&m, &zen1) == 0 && m.nv == 1 && cost_model_parse(older, &back) == 0 &&
+                  plan_model_set_cost(&m, &back) == 0 && m.nv == 2 &&
+                  m.hw.broadcast_cycles == 0.2 && m.cost.broadcast_cycles == 0.2,
+              "a calibration's broadcast figure rebuilds the rules (main tile %d wide)", m.nv);
     }
 
     /* Damage anywhere is refused and leaves the target alone. */

@@ -91,8 +91,8 @@ static void print_text(const hw_profile *p, const plan_model *m, int threads)
     }
     printf("frequency    %.2f GHz (estimated)\n", p->freq_ghz);
     printf("fma peak     %.1f GFLOP/s per core\n", p->fma_peak_gflops);
-    printf("fma          latency %.1f cycles, %.2f FMAs/cycle\n", p->fma_latency_cycles,
-           p->fma_per_cycle);
+    printf("fma          latency %.1f cycles, %.2f FMAs/cycle, a broadcast adds %.2f cycles\n",
+           p->fma_latency_cycles, p->fma_per_cycle, p->broadcast_cycles);
     printf("read bw     ");
     for (int l = 0; l < HW_LEVEL_COUNT; l++)
         printf(" %s %.1f%s", level_names[l], p->read_gbs[l],
@@ -131,6 +131,8 @@ static void print_json(const hw_profile *p, const plan_model *m, int threads)
     cli_json_number(stdout, p->fma_latency_cycles);
     printf(", \"fma_per_cycle\": ");
     cli_json_number(stdout, p->fma_per_cycle);
+    printf(", \"broadcast_cycles\": ");
+    cli_json_number(stdout, p->broadcast_cycles);
     printf(", \"caches\": [");
     for (int i = 0; i < p->ncaches; i++) {
         const hw_cache *c = &p->caches[i];

@@ -25,8 +25,8 @@ void explain_print_hardware(const plan_model *m)
 {
     const hw_profile *hw = &m->hw;
     printf("hardware  %s: %d floats a vector, %d vector registers; FMA latency %.2g cycles, "
-           "%.3g FMAs a cycle", hw_isa_name(hw->isa), m->vec, hw->vec_registers,
-           hw->fma_latency_cycles, hw->fma_per_cycle);
+           "%.3g FMAs a cycle, %.2g more a broadcast", hw_isa_name(hw->isa), m->vec,
+           hw->vec_registers, hw->fma_latency_cycles, hw->fma_per_cycle, hw->broadcast_cycles);
     if (hw->freq_ghz > 0)
         printf(", %.2f GHz", hw->freq_ghz);
     printf("\n         ");
@@ -143,7 +143,7 @@ static double region_tile_cycles(const plan_model *m, const plan_region *r)
 {
     if (r->dot)
         return model_tile_cycles(r->mr, r->nv, m->hw.fma_latency_cycles, m->hw.fma_per_cycle,
-                                 2.0);
+                                 2.0, 0.0);
     return m->tile_cycles[r->nv][r->mr];
 }
 

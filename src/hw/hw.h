@@ -56,6 +56,9 @@ typedef struct hw_profile {
     double fma_peak_gflops;     /* one core, `isa` vectors, fp32 */
     double fma_latency_cycles;  /* dependent vector FMA latency */
     double fma_per_cycle;       /* vector FMA issues per cycle */
+    double broadcast_cycles;    /* FMA-pipe cycles a scalar broadcast from
+                                 * memory adds to the FMA it feeds (0 where
+                                 * it only takes a load port) */
     double read_gbs[HW_LEVEL_COUNT]; /* one core's read bandwidth per level */
 
     uint64_t fingerprint;       /* CPU model, ISA, caches, cores */

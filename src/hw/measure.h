@@ -17,6 +17,10 @@ typedef struct hw_loops {
     float (*fma_chains)(long iters);
     /* One chain of 4 * `iters` dependent FMAs through the accumulator. */
     float (*fma_dependent)(long iters);
+    /* HW_FMA_CHAINS chains of `iters` FMAs each, every FMA fed by its own
+     * broadcast of a float of a (HW_BROADCAST_FLOATS of them), as a
+     * ukernel's FMAs are fed by A. */
+    float (*fma_broadcast)(const float *a, long iters);
     /* Reads `nfloats` floats (a multiple of 8 vectors, 64-byte aligned)
      * `passes` times. */
     float (*read_sum)(const float *buf, size_t nfloats, long passes);
@@ -25,21 +29,26 @@ typedef struct hw_loops {
 /* Independent chains in fma_chains: enough to cover latency 4-6 times two or
  * three FMA pipes, and still fit 16 registers with the two operands. */
 enum { HW_FMA_CHAINS = 12 };
+/* The floats fma_broadcast cycles through: 32 steps' worth, in L1. */
+enum { HW_BROADCAST_FLOATS = 32 * HW_FMA_CHAINS };
 
 float hw_fma_chains_generic(long iters);
 float hw_fma_dependent_generic(long iters);
+float hw_fma_broadcast_generic(const float *a, long iters);
 float hw_read_sum_generic(const float *buf, size_t nfloats, long passes);
 #if defined(__x86_64__)
 float hw_fma_chains_avx2(long iters);
 float hw_fma_dependent_avx2(long iters);
+float hw_fma_broadcast_avx2(const float *a, long iters);
 float hw_read_sum_avx2(const float *buf, size_t nfloats, long passes);
 float hw_fma_chains_avx512(long iters);
 float hw_fma_dependent_avx512(long iters);
+float hw_fma_broadcast_avx512(const float *a, long iters);
 float hw_read_sum_avx512(const float *buf, size_t nfloats, long passes);
 #endif
 
-/* Fills the measured fields of *p for p->isa: frequency, FMA peak, latency
- * and issue rate always; read bandwidth per level only if `bandwidth`. */
+/* Fills the measured fields of *p for p->isa: frequency, FMA peak, latency,
+ * issue rate and the cost of a broadcast always; read bandwidth per level only if `bandwidth`. */
 void hw_measure(hw_profile *p, bool bandwidth);
 
 #endif /* TESSEL_HW_MEASURE_H */

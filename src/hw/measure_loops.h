@@ -88,6 +88,37 @@ float MEASURE_NAME(hw_fma_dependent)(long iters)
     return lane_sum(acc);
 }
 
+/* As hw_fma_chains, but each FMA multiplies by a float of `a` broadcast
+ * from memory, one broadcast per FMA as in a ukernel one vector wide. On
+ * cores that broadcast on a load port alone this runs as fast as the
+ * chains; where a broadcast also takes a vector pipe (measured: AMD EPYC
+ * family 23, 256-bit broadcasts), the difference is what it costs.
+ * acc += a*x with x = 1e-4 and a near 1 grows by 1e-4 a step. */
+float MEASURE_NAME(hw_fma_broadcast)(const float *a, long iters)
+{
+    volatile float xs = 0.0001f;
+    vf x = splat(xs);
+    vf a0 = splat(0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+    vf a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    for (long i = 0; i < iters; i++) {
+        const float *p = a + (i % (HW_BROADCAST_FLOATS / HW_FMA_CHAINS)) * HW_FMA_CHAINS;
+        a0 = MEASURE_FMA(splat(p[0]), x, a0);
+        a1 = MEASURE_FMA(splat(p[1]), x, a1);
+        a2 = MEASURE_FMA(splat(p[2]), x, a2);
+        a3 = MEASURE_FMA(splat(p[3]), x, a3);
+        a4 = MEASURE_FMA(splat(p[4]), x, a4);
+        a5 = MEASURE_FMA(splat(p[5]), x, a5);
+        a6 = MEASURE_FMA(splat(p[6]), x, a6);
+        a7 = MEASURE_FMA(splat(p[7]), x, a7);
+        a8 = MEASURE_FMA(splat(p[8]), x, a8);
+        a9 = MEASURE_FMA(splat(p[9]), x, a9);
+        a10 = MEASURE_FMA(splat(p[10]), x, a10);
+        a11 = MEASURE_FMA(splat(p[11]), x, a11);
+    }
+    vf s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + ((a8 + a9) + (a10 + a11));
+    return lane_sum(s);
+}
+
 /* Eight independent sums so add latency never limits the load rate. */
 float MEASURE_NAME(hw_read_sum)(const float *buf, size_t nfloats, long passes)
 {

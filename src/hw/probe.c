@@ -341,12 +341,14 @@ static uint64_t fingerprint(const hw_profile *p)
 }
 
 /* The defaults the model assumes when nothing was measured: a 4-cycle FMA
- * (or add, for generic) issued twice per cycle, true of most current
- * x86-64 and Arm server cores. */
+ * (or add, for generic) issued twice per cycle, fed by broadcasts that
+ * take only a load port, true of most current x86-64 and Arm server
+ * cores. */
 static void set_analytic_defaults(hw_profile *p)
 {
     p->fma_latency_cycles = 4;
     p->fma_per_cycle = 2;
+    p->broadcast_cycles = 0;
 }
 
 int hw_probe(hw_profile *p, bool measure)
@@ -468,19 +470,24 @@ typedef struct hw_preset {
     hw_isa isa;
     int l1_kib, l1_ways, l2_kib, l2_ways, l3_kib, l3_ways, l3_shared_by;
     int cores;
-    double fma_latency_cycles, fma_per_cycle;
+    double fma_latency_cycles, fma_per_cycle, broadcast_cycles;
 } hw_preset;
 
 static const hw_preset PRESETS[] = {
     /* One Zen 4 CCD: 8 cores, 16 threads share its L3. One 512-bit FMA
      * per cycle (two 256-bit pipes), latency 4. */
-    {"zen4", HW_ISA_AVX512, 32, 8, 1024, 8, 32 << 10, 16, 16, 16, 4, 1},
+    {"zen4", HW_ISA_AVX512, 32, 8, 1024, 8, 32 << 10, 16, 16, 16, 4, 1, 0},
     /* One Zen 3 CCD: 8 cores, 16 threads share its L3. Two 256-bit FMA
      * pipes, latency 4; a 512 KiB L2. */
-    {"zen3", HW_ISA_AVX2, 32, 8, 512, 8, 32 << 10, 16, 16, 16, 4, 2},
+    {"zen3", HW_ISA_AVX2, 32, 8, 512, 8, 32 << 10, 16, 16, 16, 4, 2, 0},
+    /* One Zen 1 CCX (AMD EPYC family 23): 4 cores share 8 MiB of L3. One
+     * 256-bit FMA per cycle (two 128-bit pipes), latency 5, and a 256-bit
+     * broadcast from memory that takes a vector pipe too: the probe reads
+     * 0.20-0.23 cycles a broadcast on a 2-vCPU guest of one. */
+    {"zen1", HW_ISA_AVX2, 32, 8, 512, 8, 8 << 10, 16, 4, 4, 5, 1, 0.2},
     /* A client AVX2 core with 16 ymm registers (Haswell class): two FMA
      * pipes of latency 5, eight cores sharing the L3. */
-    {"avx2-16", HW_ISA_AVX2, 32, 8, 256, 4, 8 << 10, 16, 8, 8, 5, 2},
+    {"avx2-16", HW_ISA_AVX2, 32, 8, 256, 4, 8 << 10, 16, 8, 8, 5, 2, 0},
 };
 
 int hw_profile_preset(hw_profile *p, const char *name)
@@ -506,6 +513,7 @@ int hw_profile_preset(hw_profile *p, const char *name)
     p->cores = preset->cores;
     p->fma_latency_cycles = preset->fma_latency_cycles;
     p->fma_per_cycle = preset->fma_per_cycle;
+    p->broadcast_cycles = preset->broadcast_cycles;
     p->fingerprint = fingerprint(p);
     return 0;
 }

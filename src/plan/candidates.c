@@ -32,6 +32,10 @@ static void describe_rejection(const tile_verdict *v, char *reason, size_t len)
         snprintf(reason, len, "a k step's loads take %.3g cycles, its FMAs %.3g",
                  v->load_cycles, v->fma_cycles);
         break;
+    case TILE_RULE_BROADCASTS:
+        snprintf(reason, len, "its broadcasts add %.0f%% to its FMA cycles, the widest tile's %.0f%%",
+                 100.0 * v->broadcast_share, 100.0 * v->least_broadcast_share);
+        break;
     case TILE_RULE_L1:
         snprintf(reason, len, "B panels leave no L1 way (of %d)", v->l1_ways);
         break;

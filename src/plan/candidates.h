@@ -26,6 +26,8 @@ typedef enum tile_rule {
     TILE_RULE_REGISTERS,  /* accumulators + operand vectors exceed the register file */
     TILE_RULE_LATENCY,    /* fewer independent accumulators than latency x FMA pipes */
     TILE_RULE_LOAD_PORTS, /* a k step's loads take longer than its FMAs */
+    TILE_RULE_BROADCASTS, /* its broadcasts of A add a tenth more to its FMA time
+                           * than the widest tile's */
     TILE_RULE_L1          /* the streaming B micro-panels get no L1 way */
 } tile_rule;
 
@@ -41,12 +43,15 @@ typedef struct tile_verdict {
     bool latency_waived;        /* dot family: no member hides latency, so none must */
     double load_cycles;         /* cycles a k step's loads take on the load ports */
     double fma_cycles;          /* cycles a k step's FMAs take */
+    double broadcast_cycles;    /* what a k step's broadcasts add to them */
+    double broadcast_share;     /* broadcast_cycles / fma_cycles */
+    double least_broadcast_share; /* the same for the widest tile rules 1-3 pass */
     int l1_ways, l1_ways_for_b; /* rule 3: W1 and C_B */
     int64_t kc;                 /* rule 3's kc for this tile (main family) */
 } tile_verdict;
 
 /* The rules on the main family's (mr, nv) member: registers, latency,
- * load ports, L1 (DESIGN, "Register and cache blocking"). m needs only
+ * load ports, broadcasts, L1 (DESIGN, "Register and cache blocking"). m needs only
  * its profile and vector width set, so plan_model_init can use it. */
 tile_verdict model_tile_verdict(const plan_model *m, int mr, int nv);
 

@@ -49,6 +49,7 @@ void cost_model_default(cost_model *cm, const hw_profile *hw)
     cm->pack_gbs = cm->gbs[HW_LEVEL_L2] / 2;
     cm->fma_latency = hw->fma_latency_cycles > 0 ? hw->fma_latency_cycles : 0;
     cm->fma_per_cycle = hw->fma_per_cycle > 0 ? hw->fma_per_cycle : 0;
+    cm->broadcast_cycles = hw->broadcast_cycles > 0 ? hw->broadcast_cycles : 0;
     memcpy(cm->coef, DEFAULT_COEF, sizeof cm->coef);
     for (int a = 0; a < 2; a++)
         for (int nv = 0; nv <= UK_MAX_NV; nv++)
@@ -181,7 +182,8 @@ int cost_model_format(const cost_model *cm, char *buf, size_t len)
         ok = ok && append(buf, len, &at, " %s=%.6g", FEATURE_NAMES[i], cm->coef[i]);
     ok = ok && append(buf, len, &at, "\n");
     if (cm->fma_latency > 0 && cm->fma_per_cycle > 0)
-        ok = ok && append(buf, len, &at, "fma %.6g %.6g\n", cm->fma_latency, cm->fma_per_cycle);
+        ok = ok && append(buf, len, &at, "fma %.6g %.6g %.6g\n", cm->fma_latency,
+                          cm->fma_per_cycle, cm->broadcast_cycles >= 0 ? cm->broadcast_cycles : 0);
     for (int a = 0; a < 2; a++)
         for (int nv = 1; nv <= UK_MAX_NV; nv++)
             for (int mr = 1; mr <= UK_MAX_MR; mr++)
@@ -245,10 +247,15 @@ static bool parse_line(const char *line, cost_model *cm, int *seen)
         }
         return only_blanks(rest) && (*seen |= 16);
     }
-    if (strcmp(word, "fma") == 0) /* optional: older models lack it */
-        return sscanf(rest, "%lf %lf%n", &cm->fma_latency, &cm->fma_per_cycle, &end) == 2 &&
-               only_blanks(rest + end) && positive_finite(cm->fma_latency) &&
-               positive_finite(cm->fma_per_cycle);
+    if (strcmp(word, "fma") == 0) { /* optional: older models lack it, or its third figure */
+        int n = sscanf(rest, "%lf %lf%n %lf%n", &cm->fma_latency, &cm->fma_per_cycle, &end,
+                       &cm->broadcast_cycles, &end);
+        if (n == 2)
+            cm->broadcast_cycles = -1.0;
+        return n >= 2 && only_blanks(rest + end) && positive_finite(cm->fma_latency) &&
+               positive_finite(cm->fma_per_cycle) && isfinite(cm->broadcast_cycles) &&
+               (n == 2 || cm->broadcast_cycles >= 0.0);
+    }
     if (strcmp(word, "tile") == 0) {
         char layout[16];
         int mr, nv;
@@ -273,6 +280,7 @@ int cost_model_parse(const char *text, cost_model *out)
     hw_profile none;
     memset(&none, 0, sizeof none);
     cost_model_default(&cm, &none);
+    cm.broadcast_cycles = -1.0; /* not recorded, unless an fma line says */
     int seen = 0;
     const char *line = text;
     while (line && *line) {

@@ -43,10 +43,11 @@ typedef struct cost_model {
     double ghz;
     double gbs[HW_LEVEL_COUNT];   /* one core's read bandwidth per level */
     double pack_gbs;
-    /* The FMA latency and issue rate the model's rules and tile rates were
-     * built from (plan_model_set_cost rebuilds them from these, so every
-     * process plans as the calibration did); 0 in a model stored before. */
-    double fma_latency, fma_per_cycle;
+    /* The FMA latency, issue rate and broadcast cost the model's rules and
+     * tile rates were built from (plan_model_set_cost rebuilds them from
+     * these, so every process plans as the calibration did); 0 in a model
+     * stored before, and broadcast_cycles -1 in one stored before it. */
+    double fma_latency, fma_per_cycle, broadcast_cycles;
     double coef[COST_NFEATURES];
     /* The k loops overlap with memory traffic: the FMA term is
      * max(fma, overlap * memory); 0 means they add. Fitted by calibration. */

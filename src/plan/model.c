@@ -102,9 +102,9 @@ int64_t model_nc(const hw_cache *l2, int64_t kc, int mr, int nr)
 }
 
 double model_tile_cycles(int mr, int nv, double fma_latency, double fma_per_cycle,
-                         double loads_per_cycle)
+                         double loads_per_cycle, double broadcast_cycles)
 {
-    double fma = mr * nv / fma_per_cycle;
+    double fma = mr * nv / fma_per_cycle + mr * broadcast_cycles;
     double loads = (mr + nv) / loads_per_cycle;
     double cycles = fma > loads ? fma : loads;
     return cycles > fma_latency ? cycles : fma_latency;
@@ -130,9 +130,51 @@ bool model_fits_load_ports(int mr, int nv, double fma_per_cycle, double loads_pe
     return (mr + nv) * fma_per_cycle <= loads_per_cycle * mr * nv + 1e-9;
 }
 
+/* How much more of a tile's FMA time its broadcasts of A may take than
+ * they take in the widest tile. A tile one vector wide broadcasts once
+ * per FMA; where a broadcast also takes a vector pipe, it pays for every
+ * one. AMD EPYC (family 23), where the probe reads 0.20-0.23 cycles a
+ * broadcast: 5-14 x 8 tiles ran at 33 GF/s in L1 against 39-40 for 3-6 x
+ * 16, 2-4 x 24 and 2 x 32, and GEMMs with 6x16 as the main tile took
+ * 0.79-0.83 of the time of 14x8 ones (1024^3, 64x768x768, 384x3072x768,
+ * 1 thread). There 8 wide adds 15-17% more than 32 wide, 16 wide 5-6%.
+ * Against the widest tile rather than absolute, so that a probe that
+ * reads broadcasts dear (a neighbour on the core) narrows the choice
+ * instead of rejecting every tile. */
+static const double MAX_EXTRA_BROADCAST_SHARE = 0.1;
+
+double model_broadcast_share(int nv, double fma_per_cycle, double broadcast_cycles)
+{
+    return broadcast_cycles * fma_per_cycle / nv;
+}
+
+/* Rules 1-3 of model_tile_verdict: registers, latency, load ports. */
+static tile_rule first_rules(const plan_model *m, int mr, int nv)
+{
+    double fma_per_cycle = m->hw.fma_per_cycle, latency = m->hw.fma_latency_cycles;
+    if (model_registers(mr, nv) > m->hw.vec_registers)
+        return TILE_RULE_REGISTERS;
+    if (!model_hides_latency(mr, nv, latency, fma_per_cycle))
+        return TILE_RULE_LATENCY;
+    if (!model_fits_load_ports(mr, nv, fma_per_cycle, LOADS_PER_CYCLE))
+        return TILE_RULE_LOAD_PORTS;
+    return TILE_RULE_PASSES;
+}
+
+static void find_least_broadcast_share(plan_model *m)
+{
+    m->least_broadcast_share = 0.0;
+    for (int nv = 1; nv <= UK_MAX_NV; nv++)
+        for (int mr = 1; mr <= UK_MAX_MR; mr++)
+            if (m->tile_cycles[nv][mr] > 0.0 && first_rules(m, mr, nv) == TILE_RULE_PASSES)
+                m->least_broadcast_share =
+                    model_broadcast_share(nv, m->hw.fma_per_cycle, m->hw.broadcast_cycles);
+}
+
 /* The rules of DESIGN ("Register and cache blocking") on one main-family
  * member, in order, stopping at the first that fails: fit the registers,
- * hide the FMA latency, feed the FMAs within the load ports, and leave
+ * hide the FMA latency, feed the FMAs within the load ports, keep the
+ * broadcasts' cost on the vector pipes near the widest tile's, and leave
  * the streaming B micro-panels at least one L1 way. The numbers compared
  * are kept so the candidate list can say why a tile was rejected. */
 tile_verdict model_tile_verdict(const plan_model *m, int mr, int nv)
@@ -148,16 +190,18 @@ tile_verdict model_tile_verdict(const plan_model *m, int mr, int nv)
         .chains_needed = latency * fma_per_cycle,
         .load_cycles = (mr + nv) / LOADS_PER_CYCLE,
         .fma_cycles = mr * nv / fma_per_cycle,
+        .broadcast_cycles = mr * m->hw.broadcast_cycles,
+        .broadcast_share = model_broadcast_share(nv, fma_per_cycle, m->hw.broadcast_cycles),
+        .least_broadcast_share = m->least_broadcast_share,
         .l1_ways = l1.ways,
         .l1_ways_for_b = model_l1_ways_for_b(l1.ways, mr, nv * m->vec),
         .kc = model_kc(&l1, mr, nv * m->vec),
     };
-    if (v.registers > v.registers_available)
-        v.failed = TILE_RULE_REGISTERS;
-    else if (!model_hides_latency(mr, nv, latency, fma_per_cycle))
-        v.failed = TILE_RULE_LATENCY;
-    else if (!model_fits_load_ports(mr, nv, fma_per_cycle, LOADS_PER_CYCLE))
-        v.failed = TILE_RULE_LOAD_PORTS;
+    v.failed = first_rules(m, mr, nv);
+    if (v.failed != TILE_RULE_PASSES)
+        return v;
+    if (v.broadcast_share > v.least_broadcast_share + MAX_EXTRA_BROADCAST_SHARE + 1e-9)
+        v.failed = TILE_RULE_BROADCASTS;
     else if (v.kc <= 0)
         v.failed = TILE_RULE_L1;
     return v;
@@ -335,12 +379,14 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
         for (int mr = 1; mr <= UK_MAX_MR; mr++) {
             ukernel_desc d = {.isa = hw->isa, .mr = mr, .nv = nv, .a_packed = true};
             if (ukernel_lookup(&d))
-                m->tile_cycles[nv][mr] = model_tile_cycles(mr, nv, m->hw.fma_latency_cycles,
-                                                           m->hw.fma_per_cycle, LOADS_PER_CYCLE);
+                m->tile_cycles[nv][mr] =
+                    model_tile_cycles(mr, nv, m->hw.fma_latency_cycles, m->hw.fma_per_cycle,
+                                      LOADS_PER_CYCLE, m->hw.broadcast_cycles);
         }
 
     hw_cache l1 = model_l1(m);
     hw_cache l2 = cache_or_default(&m->hw, 2, 1 << 20, 8);
+    find_least_broadcast_share(m);
     choose_main_tile(m);
     choose_dot_tile(m);
     if (m->mr == 0 || m->dot_mr == 0)
@@ -371,15 +417,19 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
  * rules are rebuilt from those, so every process plans as it did. */
 int plan_model_set_cost(plan_model *m, const cost_model *cost)
 {
+    double broadcast =
+        cost->broadcast_cycles >= 0 ? cost->broadcast_cycles : m->hw.broadcast_cycles;
     if (cost->calibrated && cost->fma_latency > 0 && cost->fma_per_cycle > 0 &&
         (cost->fma_latency != m->hw.fma_latency_cycles ||
-         cost->fma_per_cycle != m->hw.fma_per_cycle)) {
+         cost->fma_per_cycle != m->hw.fma_per_cycle || broadcast != m->hw.broadcast_cycles)) {
         hw_profile hw = m->hw;
         hw.fma_latency_cycles = cost->fma_latency;
         hw.fma_per_cycle = cost->fma_per_cycle;
+        hw.broadcast_cycles = broadcast;
         if (plan_model_init(m, &hw) != 0)
             return -1;
     }
     m->cost = *cost;
+    m->cost.broadcast_cycles = broadcast;
     return 0;
 }

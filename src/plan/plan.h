@@ -35,6 +35,9 @@ int model_registers(int mr, int nv);
 
 /* Rule 2's load-port bound: the mr broadcasts and nv B loads of a k step
  * issue within the time its mr * nv FMAs take. */
+/* The share of FMA time that the broadcasts of a tile nv vectors wide
+ * add (one per row per k step, broadcast_cycles each). */
+double model_broadcast_share(int nv, double fma_per_cycle, double broadcast_cycles);
 bool model_fits_load_ports(int mr, int nv, double fma_per_cycle, double loads_per_cycle);
 
 /* Rule 1, FMA latency: enough independent accumulators to keep every
@@ -54,11 +57,11 @@ int64_t model_kc(const hw_cache *l1, int mr, int nr);
  * micro-panels pass; nc is a multiple of nr. */
 int64_t model_nc(const hw_cache *l2, int64_t kc, int mr, int nr);
 
-/* Cycles per k step of one mr x nv tile: the larger of the FMA issue time,
- * the load issue time and the FMA latency (one dependent FMA per
- * accumulator per step). */
+/* Cycles per k step of one mr x nv tile: the larger of the FMA issue time
+ * (with what its mr broadcasts add, broadcast_cycles each), the load issue
+ * time and the FMA latency (one dependent FMA per accumulator per step). */
 double model_tile_cycles(int mr, int nv, double fma_latency, double fma_per_cycle,
-                         double loads_per_cycle);
+                         double loads_per_cycle, double broadcast_cycles);
 
 /* ---- what depends only on the hardware ---- */
 
@@ -68,6 +71,9 @@ typedef struct plan_model {
     int nv, mr;              /* the main tile, from rules 1-3 */
     int dot_mr, dot_nj;      /* the dot-product tile (B^T in place), rules 1-2 */
     int nr;                  /* nv * vec */
+    /* The least share of FMA time that broadcasts add, in the widest tile
+     * the other rules pass: the broadcast rule's baseline. */
+    double least_broadcast_share;
     int64_t kc, nc;
     /* The same rules for a main tile of each width (its bulk height):
      * what a plan gets when it is given another width. */

@@ -444,7 +444,7 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
     double steps = (double)s->K / p->vec + 1.0;
     double tiles = (double)((s->M + p->dot_mr - 1) / p->dot_mr) * p->npanels;
     double step_cycles = model_tile_cycles(p->dot_mr, p->dot_nj, m->hw.fma_latency_cycles,
-                                           m->hw.fma_per_cycle, 2.0);
+                                           m->hw.fma_per_cycle, 2.0, 0.0);
     p->fma_cycles = tiles * steps * step_cycles / p->threads;
     p->calls = tiles / p->threads;
     double f[COST_NFEATURES];
