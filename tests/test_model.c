@@ -481,6 +481,23 @@ static void zen1_broadcasts(void)
           "zen1: 8-wide tiles pass the broadcast rule");
     CHECK(model_tile_verdict(&m, 4, 3).failed == TILE_RULE_PASSES, "zen1: 4x24 rejected");
 
+    /* B from memory (9.4 MB, over 16 L2s) in one-line panels: read in
+     * place 64 rows deep, up to 16 tiles of 6 rows where deep, 7 where
+     * wide. */
+    struct { int64_t M, N, K; bool in_place; } streams[] = {
+        {17, 768, 3072, true},  {96, 768, 3072, true},  {97, 768, 3072, false},
+        {42, 3072, 768, true},  {43, 3072, 768, false}, {3, 3072, 768, true},
+    };
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
+        gemm_plan p;
+        gemm_shape s = {.M = streams[i].M, .N = streams[i].N, .K = streams[i].K};
+        plan_gemm_choice(&m, &s, 1, &(plan_choice){0}, &p);
+        CHECK(p.b_from_memory && p.pack_b == !streams[i].in_place &&
+                  (p.pack_b || p.kc == 64),
+              "zen1 %lldx%lldx%lld: B %s, kc %lld", (long long)s.M, (long long)s.N,
+              (long long)s.K, p.pack_b ? "packed" : "in place", (long long)p.kc);
+    }
+
     hw.broadcast_cycles = 3.0;
     CHECK(plan_model_init(&m, &hw) == 0 && m.nv == 4 && m.mr == 2,
           "broadcasts of 3 cycles: tile %dx%d", m.mr, m.nr);
@@ -531,7 +548,8 @@ static void zen3_rules(void)
      * few rows would otherwise leave it unprefetched. */
     gemm_shape stream = {.M = 3, .N = 3072, .K = 768};
     plan_gemm_choice(&m, &stream, 1, &(plan_choice){0}, &p);
-    CHECK(p.b_from_memory && !p.pack_b && p.kc == 32 && p.b_prefetch_along == 64 &&
+    /* 16-wide panels are a line a row: 64 rows make the 64 lines. */
+    CHECK(p.b_from_memory && !p.pack_b && p.kc == 64 && p.b_prefetch_along == 64 &&
               !plan_b_unprefetched(&p, stream.N * (int64_t)sizeof(float)),
           "zen3 3x3072x768 streams B, prefetched %d floats along its rows", p.b_prefetch_along);
     gemm_shape cached = {.M = 3, .N = 768, .K = 768};
@@ -686,7 +704,8 @@ static void planner_invariants(void)
     gemm_shape head = {.M = 2, .N = 50257, .K = 768};
     plan_choice deep = {.kc = 384, .nc = 672};
     plan_gemm_choice(&m, &head, 1, &deep, &p);
-    CHECK(!p.pack_b && p.kc == 32 && p.nc >= 4096 && p.nc < 4096 + p.nr,
+    int64_t row_lines = (m.nr * 4 + 63) / 64;
+    CHECK(!p.pack_b && p.kc == 64 / row_lines && p.nc >= 4096 && p.nc < 4096 + p.nr,
           "2x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
     /* N between one panel and two, not a multiple of the panel: one
      * wider panel, also against a choice; N = 64 keeps the model's. */

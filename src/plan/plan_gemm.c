@@ -105,12 +105,16 @@ static const int64_t IN_PLACE_M_MIN_TILES = 2;
 /* Row tiles up to which deep or square B whose rows do not collide in
  * the L1 is read in place (see b_read_in_place). */
 static const int64_t DEEP_IN_PLACE_MAX_TILES = 4;
-/* Row tiles up to which B streamed from memory is read in place. */
+/* Row tiles up to which B streamed from memory is read in place, and deep
+ * B in panels one cache line wide (see b_read_in_place). */
 static const int64_t STREAM_IN_PLACE_MAX_TILES = 7;
+static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES = 16;
 /* B that no cache keeps between calls (larger than this many L2s) comes
  * from memory at the speed of the hardware prefetchers, which follow a
  * few dozen streams, one per row. Read in place, its block is a few rows
- * deep and long along them: kc 32, nc 4096. Time streamed / as the
+ * deep and long along them: nc 4096, and kc such that a panel step reads
+ * STREAM_LINES lines, kc rows of the main tile's lines each (32 rows of
+ * two on AVX-512, 64 of one on AVX2). Time streamed / as the
  * blocking rules have it, 1 thread: 1x50257x768 0.57-0.71, 32x50257x768
  * 0.57, 1x4096x4096 0.87, 16x4096x4096 0.86, 1x11008x4096 1.05; B
  * that stays in L3 between calls gained nothing (1x3072x768 1.03-1.07,
@@ -119,10 +123,17 @@ static const int64_t STREAM_IN_PLACE_MAX_TILES = 7;
  * the prefetchers and would trade it for fewer k blocks. Packed, B keeps
  * its blocking (a shallow kc would move C once per 32 rows) and is
  * copied rows first (ops/gemm.c, b_from_memory): 128x50257x768 packed
- * / streamed in place went from 1.13-1.17 to 0.86-0.87. */
+ * / streamed in place went from 1.13-1.17 to 0.86-0.87. The lines were
+ * measured on AMD EPYC family 23 (16-wide panels, one line a row, B of
+ * 9.4 MB from memory), 64 rows deep against 32, median of three
+ * processes, 1 thread: 3, 5, 8 x 3072 x 768 14.8 / 7.4, 20.6 / 11.9,
+ * 24.0 / 16.2 GF/s; 2, 3, 8, 12 x 768 x 3072 7.1 / 7.5, 10.1 / 8.7, 17.5 /
+ * 17.1, 22.9 / 22.5 (128 rows: 8.1, 11.6, 19.8, 22.1, but 3-8 x 3072 x
+ * 768 15.0, 19.6, 20.0); 2 threads, 3 and 8 x 3072 x 768 28-34 / 14-25,
+ * 45-47 / 37-44. */
 static const int64_t STREAM_B_L2S = 16;
-static const int64_t STREAM_KC = 32, STREAM_NC = 4096;
-/* Such a block is read panel by panel: a line or a few of each of its 32
+static const int64_t STREAM_LINES = 64, STREAM_NC = 4096;
+/* Such a block is read panel by panel: a line or a few of each of its
  * rows, then the next few along. The rows are asked for this many bytes
  * ahead along themselves (four lines), not rows ahead. Time with / without
  * (rows ahead, or none where the rule of UNPREFETCHED_MAX_ROWS says so),
@@ -130,6 +141,15 @@ static const int64_t STREAM_KC = 32, STREAM_NC = 4096;
  * 1 thread: 8x768x3072 0.41-0.50, 3x3072x768 0.26-0.41. Two lines ahead
  * did as well on one shape, one line and six lost (0.6-0.9). */
 static const int STREAM_PREFETCH_BYTES = 256;
+
+/* The depth of a block of B streamed from memory in place: STREAM_LINES
+ * lines a panel step, over the lines of a main-tile row. */
+static int64_t stream_kc(const plan_model *m)
+{
+    int64_t line_floats = model_l1(m).line_bytes / (int64_t)sizeof(float);
+    int64_t lines = (m->nr + line_floats - 1) / line_floats;
+    return STREAM_LINES / (lines > 0 ? lines : 1);
+}
 
 /* Whether op(B) can be read in place: its rows contiguous (not B^T) and
  * not pre-packed into panels. */
@@ -746,9 +766,19 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * best of the top 8 plans, 1 / 2 threads: 17-128 x 1024 x 1024
      * 0.65-0.83 / 0.65-0.85, 31-256 x 768 x 768 0.89-0.95 / 0.93-0.94,
      * 512^3 and 1024^3 0.80 / 0.66. Only a tile or two of rows, which
-     * read B once or twice, stay in place. */
-    if (nv * m->vec * (int64_t)sizeof(float) <= model_l1(m).line_bytes)
-        return small_m;
+     * read B once or twice, stay in place, unless B streams from memory:
+     * then the copy, which reads it rows first, ran slower than the
+     * product over a few rows here. Time in place / packed, AMD EPYC
+     * family 23 (L3 8 MiB, B of 9.4 MB), 6-row tiles, 1 / 2 threads: deep,
+     * 13-64 x 768 x 3072 0.69-0.87 / 0.86-0.94 (32 and 64 rows), 100 and
+     * 128 rows 0.93, 0.83 / 0.99; wide, 13-32 x 3072 x 768 0.78-0.92 /
+     * 0.91 (24 rows), 40 rows 0.98 / 1.03, 50-128 rows 1.02-1.14. */
+    if (nv * m->vec * (int64_t)sizeof(float) <= model_l1(m).line_bytes) {
+        if (!b_streams_from_memory(m, s))
+            return small_m;
+        int64_t tiles = s->K >= s->N ? ONE_LINE_DEEP_STREAM_MAX_TILES : STREAM_IN_PLACE_MAX_TILES;
+        return s->M <= tiles * m->mr;
+    }
     /* B is packed by the first row tile as it reads it (ops/gemm.c), so
      * the copy costs little more than its stores, and past a few row
      * tiles the panels repay it, at any thread count. Time packed / in
@@ -930,7 +960,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     bool streams_in_place = !p->pack_b && p->b_from_memory;
     if (streams_in_place) {
         p->whole_k = false;
-        p->kc = even_kc(STREAM_KC, s->K);
+        p->kc = even_kc(stream_kc(m), s->K);
         p->nc = (STREAM_NC + p->nr - 1) / p->nr * p->nr;
         p->b_prefetch_along = STREAM_PREFETCH_BYTES / (int)sizeof(float);
     }
