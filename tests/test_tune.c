@@ -309,10 +309,13 @@ static plan_model *calibrated_model(const hw_profile *hw)
 
 /* With a calibrated model no variant it may take is predicted 5% cheaper
  * than its plan (plan_gemm's VARIANT_MARGIN), and B the rules pack stays
- * packed. */
-static void check_calibrated_choice(void)
+ * packed, also where a variant reading it in place looked cheaper (which
+ * on the presets one does; on this machine it depends on the main tile
+ * its probe picked: 4x24, where it read broadcasts dear, predicted in
+ * place dearer). */
+static void check_calibrated_choice_on(const hw_profile *hw, bool in_place_must_look_cheaper)
 {
-    plan_model *m = calibrated_model(hw_default_profile());
+    plan_model *m = calibrated_model(hw);
     if (!m)
         return;
     m->cost.coef[COST_PACK] = 50.0; /* copying made very expensive */
@@ -341,9 +344,23 @@ static void check_calibrated_choice(void)
     /* Which the rules chose depends on the machine (under qemu's cache
      * sizes they read B in place). */
     if (rules.pack_b)
-        CHECK(best.pack_b && in_place_cheaper,
-              "B the rules pack stays packed, though reading it in place looked cheaper");
+        CHECK(best.pack_b && (in_place_cheaper || !in_place_must_look_cheaper),
+              "%s: B the rules pack stays packed, though reading it in place looked cheaper",
+              hw->cpu_name);
     free(m);
+}
+
+static void check_calibrated_choice(void)
+{
+    check_calibrated_choice_on(hw_default_profile(), false);
+#if defined(__x86_64__)
+    const char *presets[] = {"zen4", "zen3", "avx2-16", "zen1"};
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        hw_profile hw;
+        CHECK(hw_profile_preset(&hw, presets[i]) == 0, "preset %s", presets[i]);
+        check_calibrated_choice_on(&hw, true);
+    }
+#endif
 }
 
 /* However the calibration prices copies and reading B in place, the
