@@ -51,7 +51,7 @@ static tile_rule first_failed_rule(const plan_model *m, int mr, int nv)
     if (!model_fits_load_ports(mr, nv, hw->fma_per_cycle, LOADS_PER_CYCLE))
         return TILE_RULE_LOAD_PORTS;
     if (model_broadcast_share(nv, hw->fma_per_cycle, hw->broadcast_cycles) >
-        m->least_broadcast_share + 0.075 + 1e-9)
+        m->least_broadcast_share + 0.1 + 1e-9)
         return TILE_RULE_BROADCASTS;
     if (model_kc(&l1, mr, nv * m->vec) <= 0)
         return TILE_RULE_L1;

@@ -80,23 +80,50 @@ static uint64_t int_chain(long iters)
 enum {
     QUICK_ROUNDS = 7,
     FREQ_ITERS = 125000,   /* 8 steps each: 2M cycles, ~0.5-1 ms */
-    CHAIN_ITERS = 150000,  /* 12 FMAs each: ~1M cycles at 2 per cycle;
-                            * the broadcast loop runs as many */
+    CHAIN_ITERS = 150000,  /* 12 FMAs each: ~1M cycles at 2 per cycle */
     DEP_ITERS = 60000,     /* 4 dependent FMAs each: ~1M cycles */
+    BROADCAST_ROUNDS = 15,
+    BROADCAST_ITERS = 50000, /* 12 FMAs each: 0.3-0.6M cycles */
 };
 
-/* Frequency, FMA throughput, latency and the cost of a broadcast,
- * interleaved round by round so the four see the same clock (AVX-512 code
- * may run at a lower one). */
+/* The cycles a broadcast from memory adds to the FMA it feeds: the
+ * broadcast loop against the chains just before it, in short pairs, and
+ * the median of the pairs' ratios, the floats broadcast in a static block
+ * on a cache line. Measured on AMD EPYC family 23, 25 processes idle and
+ * 25 with the other vCPU busy: this way 0.21-0.25 cycles in all 50. The
+ * best of each loop over 7 millisecond rounds read 0.2-1.0 (the best of
+ * each came from rounds the host's clock or a neighbour treated
+ * differently); their median ratio, the floats on the stack, 0.88 in 1
+ * of 15 processes, the quartile 0.15-0.44 or, of 15 short pairs, 0.62-0.8
+ * in 3 of 30 (the stack's alignment, it seems: static, none), and the
+ * quartile of those 0.09-0.31. */
+static void measure_broadcast(hw_profile *p, const hw_loops *l)
+{
+    static _Alignas(64) float broadcast_src[HW_BROADCAST_FLOATS]; /* same values each call */
+    for (int i = 0; i < HW_BROADCAST_FLOATS; i++)
+        broadcast_src[i] = 1.0f + 0.001f * (float)i;
+    double ratio[BROADCAST_ROUNDS];
+    for (int r = 0; r < BROADCAST_ROUNDS; r++) {
+        double t0 = now_seconds();
+        float_sink = l->fma_chains(BROADCAST_ITERS);
+        double t1 = now_seconds();
+        float_sink = l->fma_broadcast(broadcast_src, BROADCAST_ITERS);
+        double t2 = now_seconds();
+        ratio[r] = t1 > t0 ? (t2 - t1) / (t1 - t0) : 1.0;
+    }
+    qsort(ratio, BROADCAST_ROUNDS, sizeof ratio[0], compare_doubles);
+    double extra = (ratio[BROADCAST_ROUNDS / 2] - 1.0) / p->fma_per_cycle;
+    p->broadcast_cycles = extra > 0 ? extra : 0.0;
+}
+
+/* Frequency, FMA throughput and latency, interleaved round by round so
+ * the three see the same clock (AVX-512 code may run at a lower one);
+ * then the cost of a broadcast. */
 static void measure_fma(hw_profile *p, const hw_loops *l)
 {
     float_sink = l->fma_chains(CHAIN_ITERS / 4); /* wakes the vector units */
-    float broadcast_src[HW_BROADCAST_FLOATS];
-    for (int i = 0; i < HW_BROADCAST_FLOATS; i++)
-        broadcast_src[i] = 1.0f + 0.001f * (float)i;
 
     double t_freq = 1e30, t_chain = 1e30, t_dep = 1e30;
-    double bcast_over_chain[QUICK_ROUNDS];
     for (int r = 0; r < QUICK_ROUNDS; r++) {
         double t0 = now_seconds();
         int_sink = int_chain(FREQ_ITERS);
@@ -105,9 +132,6 @@ static void measure_fma(hw_profile *p, const hw_loops *l)
         double t2 = now_seconds();
         float_sink = l->fma_dependent(DEP_ITERS);
         double t3 = now_seconds();
-        float_sink = l->fma_broadcast(broadcast_src, CHAIN_ITERS);
-        double t4 = now_seconds();
-        bcast_over_chain[r] = t2 > t1 ? (t4 - t3) / (t2 - t1) : 1.0;
         if (t1 - t0 < t_freq)
             t_freq = t1 - t0;
         if (t2 - t1 < t_chain)
@@ -125,16 +149,7 @@ static void measure_fma(hw_profile *p, const hw_loops *l)
     p->fma_peak_gflops = flops_per_s * 1e-9;
     p->fma_latency_cycles = t_dep / (4.0 * DEP_ITERS) * hz;
     p->fma_per_cycle = flops_per_s / (2.0 * p->vec_floats * hz);
-    /* The broadcast loop against the chains of the same round, a
-     * millisecond apart, and the lower quartile of the rounds: the best of
-     * each loop over the rounds came from rounds the host's clock or a
-     * neighbour treated differently (0.2-1.0 cycles a broadcast in six
-     * probes here), a round now and then reads 0.45 or 2.9 against
-     * 1.17-1.31 for the rest, and the median read 0.88 in 1 of 15
-     * processes while the other vCPU was busy (0.21-0.24 in the rest). */
-    qsort(bcast_over_chain, QUICK_ROUNDS, sizeof bcast_over_chain[0], compare_doubles);
-    double extra = (bcast_over_chain[QUICK_ROUNDS / 4] - 1.0) / p->fma_per_cycle;
-    p->broadcast_cycles = extra > 0 ? extra : 0.0;
+    measure_broadcast(p, l);
 }
 
 /* Time budget of the full measurement, in seconds from its start: stop

@@ -26,7 +26,7 @@ typedef enum tile_rule {
     TILE_RULE_REGISTERS,  /* accumulators + operand vectors exceed the register file */
     TILE_RULE_LATENCY,    /* fewer independent accumulators than latency x FMA pipes */
     TILE_RULE_LOAD_PORTS, /* a k step's loads take longer than its FMAs */
-    TILE_RULE_BROADCASTS, /* its broadcasts of A add 7.5% more to its FMA time
+    TILE_RULE_BROADCASTS, /* its broadcasts of A add a tenth more to its FMA time
                            * than the widest tile's */
     TILE_RULE_L1          /* the streaming B micro-panels get no L1 way */
 } tile_rule;
