@@ -486,7 +486,7 @@ static void zen1_broadcasts(void)
      * wide. */
     struct { int64_t M, N, K; bool in_place; } streams[] = {
         {17, 768, 3072, true},  {96, 768, 3072, true},  {97, 768, 3072, false},
-        {42, 3072, 768, true},  {43, 3072, 768, false}, {3, 3072, 768, true},
+        {42, 3072, 768, true},  {43, 3072, 768, false}, {5, 3072, 768, true},
     };
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
         gemm_plan p;
@@ -543,15 +543,22 @@ static void zen3_rules(void)
     plan_gemm_choice(&m, &(gemm_shape){.M = 3, .N = 768, .K = 768, .transb = true}, 1,
                      &(plan_choice){0}, &p);
     CHECK(p.nv != 3, "zen3 3x768x768 with B^T: not the 24-wide rule");
-    /* B streamed in place (9.4 MB, over 16 of its L2s) is prefetched along
-     * its rows, also where its rows lie a multiple of 4 KiB apart and a
-     * few rows would otherwise leave it unprefetched. */
-    gemm_shape stream = {.M = 3, .N = 3072, .K = 768};
+    /* B streamed in place (9.4 MB, over 16 of its L2s) by tiles is
+     * prefetched along its rows, its rows a multiple of 4 KiB apart or
+     * not; up to 4 rows take the streaming row form instead. */
+    gemm_shape stream = {.M = 5, .N = 3072, .K = 768};
     plan_gemm_choice(&m, &stream, 1, &(plan_choice){0}, &p);
     /* 16-wide panels are a line a row: 64 rows make the 64 lines. */
-    CHECK(p.b_from_memory && !p.pack_b && p.kc == 64 && p.b_prefetch_along == 64 &&
+    CHECK(!p.row && p.b_from_memory && !p.pack_b && p.kc == 64 && p.b_prefetch_along == 64 &&
               !plan_b_unprefetched(&p, stream.N * (int64_t)sizeof(float)),
-          "zen3 3x3072x768 streams B, prefetched %d floats along its rows", p.b_prefetch_along);
+          "zen3 5x3072x768 streams B, prefetched %d floats along its rows", p.b_prefetch_along);
+    for (int64_t rows = 2; rows <= 4; rows++) {
+        stream.M = rows;
+        plan_gemm_choice(&m, &stream, 2, &(plan_choice){0}, &p);
+        CHECK(p.row && p.b_from_memory && p.threads == 2 && p.kc == 768,
+              "zen3 %lldx3072x768: the streaming row form on %d threads", (long long)rows,
+              p.threads);
+    }
     gemm_shape cached = {.M = 3, .N = 768, .K = 768};
     plan_gemm_choice(&m, &cached, 1, &(plan_choice){0}, &p);
     CHECK(!p.pack_b && p.b_prefetch_along == 0 && p.b_prefetch > 0,
@@ -701,12 +708,15 @@ static void planner_invariants(void)
     /* B read in place from memory is streamed a few rows deep, also
      * where a choice asks for other blocking; B that fits a few L2s is
      * not. */
-    gemm_shape head = {.M = 2, .N = 50257, .K = 768};
+    gemm_shape head = {.M = 5, .N = 50257, .K = 768};
     plan_choice deep = {.kc = 384, .nc = 672};
     plan_gemm_choice(&m, &head, 1, &deep, &p);
     int64_t row_lines = (m.nr * 4 + 63) / 64;
     CHECK(!p.pack_b && p.kc == 64 / row_lines && p.nc >= 4096 && p.nc < 4096 + p.nr,
-          "2x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
+          "5x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
+    head.M = 4;
+    plan_gemm_choice(&m, &head, 1, &deep, &p);
+    CHECK(p.row && p.b_from_memory, "4x50257x768: the streaming row form");
     /* N between one panel and two, not a multiple of the panel: one
      * wider panel, also against a choice; N = 64 keeps the model's. */
     int wider = m.nv + 1; /* a width the family has one size up, N a multiple of its vectors */

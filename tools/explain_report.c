@@ -96,8 +96,8 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
         return;
     }
     if (p->row) {
-        printf("blocking  none: the row form runs all of K = %lld over a block of C's row "
-               "held in registers, reading A's row and B in place\n", (long long)s->K);
+        printf("blocking  none: the row form runs all of K = %lld over C's row%s, reading A "
+               "and B in place\n", (long long)s->K, s->M == 1 ? "" : "s");
         return;
     }
     if (s->M == 0 || s->N == 0 || s->K == 0) {
@@ -232,9 +232,10 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
         return;
     }
     if (p->row && p->b_from_memory)
-        printf("plan      row form, streaming: one row of A times B, both read in place, "
+        printf("plan      row form, streaming: %lld row%s of A times B, both read in place, "
                "nothing packed; each thread's share of B outgrows its L2, so 8 of its rows "
-               "at a time are read whole and summed into C's row in L2\n");
+               "at a time are read whole and summed into C's row%s\n", (long long)s->M,
+               s->M == 1 ? "" : "s", s->M == 1 ? " in L2" : "s");
     else if (p->row)
         printf("plan      row form: one row of A times B, both read in place, nothing packed; "
                "each row of B read a block of C's row at a time, a run the hardware "

@@ -68,10 +68,12 @@ ukernel_fn ukernel_lookup(const ukernel_desc *d);
  * function and nv for nj. NULL if (mr, nj) was not built for the ISA. */
 ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj);
 
-/* The row form (ukernel_template.h): C[0, 0..n) = alpha * A[0, 0..k) B +
- * beta * C for one row of A (k floats a_cs apart) and B's rows b_rs apart,
- * any n; m, ldc, a_rs and the prefetch fields are not read. The one for a
- * B that streams from memory, or the one for a B in cache. */
+/* The row form (ukernel_template.h): C[i, 0..n) = alpha * A[i, 0..k) B +
+ * beta * C for m rows of A (rows a_rs apart, k floats a_cs apart) and B's
+ * rows b_rs apart, any n, C's rows ldc apart; the prefetch fields are not
+ * read. The one for a B that streams from memory takes 1 to
+ * UK_ROW_STREAM_MAX_M rows; the one for a B in cache, one (m = 1). */
+enum { UK_ROW_STREAM_MAX_M = 4 };
 ukernel_fn ukernel_row_lookup(hw_isa isa, bool from_memory);
 
 /* Copies `rows` rows of a matrix, ld floats apart and contiguous along k,

@@ -603,21 +603,24 @@ uk_row_block(const int nv, const ukernel_args *args, const float *b, float *c)
     }
 }
 
-/* Columns from..n of the row, one at a time: those past the last whole
- * vector. Inlined: called last, it was a tail jump, which GCC leaves
- * without a vzeroupper, and the scalar callee returned to the caller's
- * SSE code with the vector registers' upper halves dirty. On the Xeon
- * (AVX-512) that cost about 130 ns a call: 12 x (1x64x1) took 2.2 us
+/* Columns from..n of each of the m rows, one at a time: those past the
+ * last whole vector. Inlined: called last, it was a tail jump, which GCC
+ * leaves without a vzeroupper, and the scalar callee returned to the
+ * caller's SSE code with the vector registers' upper halves dirty. On the
+ * Xeon (AVX-512) that cost about 130 ns a call: 12 x (1x64x1) took 2.2 us
  * against 0.54 for 12 x (2x64x1). */
 static inline __attribute__((always_inline)) void uk_row_columns(const ukernel_args *args,
                                                                  int from)
 {
-    for (int j = from; j < args->n; j++) {
-        float sum = 0.0f;
-        for (int64_t p = 0; p < args->k; p++)
-            sum += args->a[p * args->a_cs] * args->b[p * args->b_rs + j];
-        args->c[j] = args->beta != 0.0f ? args->alpha * sum + args->beta * args->c[j]
-                                         : args->alpha * sum;
+    for (int i = 0; i < args->m; i++) {
+        const float *a = args->a + i * args->a_rs;
+        float *c = args->c + i * args->ldc;
+        for (int j = from; j < args->n; j++) {
+            float sum = 0.0f;
+            for (int64_t p = 0; p < args->k; p++)
+                sum += a[p * args->a_cs] * args->b[p * args->b_rs + j];
+            c[j] = args->beta != 0.0f ? args->alpha * sum + args->beta * c[j] : args->alpha * sum;
+        }
     }
 }
 
@@ -646,45 +649,73 @@ static void uk_row(const ukernel_args *args)
     uk_row_columns(args, whole * UK_VEC_FLOATS);
 }
 
-/* The row form for a B that streams from memory: UK_STREAM_ROWS rows of B
- * at a time, each read across all the columns (eight long runs at once
- * for the prefetchers), summed into C's row, which stays in L2. With the
- * blocks above, 1x50257x768 (B 154 MB) drew 14-15 GB/s from memory at 1
- * thread; this way, against oneDNN, 0.46 -> 1.00 (0.85 -> 1.22 at 2
- * threads, bench/compare `compare-row-stream.md`). For a B in L3 the
- * blocks were as fast or faster (1x4096x1024, a loop of each in process:
- * 52 against 46 GB/s). */
+/* The row form for a B that streams from memory, for one row of A or up
+ * to UK_ROW_STREAM_MAX_M: UK_STREAM_ROWS rows of B at a time, each read
+ * across all the columns (eight long runs at once for the prefetchers),
+ * summed into C's rows, which stay in L1 or L2. With the blocks above,
+ * 1x50257x768 (B 154 MB) drew 14-15 GB/s from memory at 1 thread; this
+ * way, against oneDNN, 0.46 -> 1.00 (0.85 -> 1.22 at 2 threads, bench/compare
+ * `compare-row-stream.md`). For a B in L3 the blocks were as fast or
+ * faster for one row (1x4096x1024, a loop of each in process: 52 against
+ * 46 GB/s). A few rows share each vector of B read: the tiles read it a
+ * line of a row at a time, 64 rows deep (plan_gemm.c, STREAM_LINES). */
 enum { UK_STREAM_ROWS = 8 };
 
-static void uk_row_stream(const ukernel_args *args)
+static inline __attribute__((always_inline)) void uk_rows_stream(const int mr,
+                                                                 const ukernel_args *args)
 {
     const int whole = args->n / UK_VEC_FLOATS * UK_VEC_FLOATS;
-    const int64_t k = args->k, b_rs = args->b_rs;
+    const int64_t k = args->k, b_rs = args->b_rs, ldc = args->ldc;
     const float beta = args->beta;
-    float *c = args->c;
     for (int64_t p0 = 0; p0 < k; p0 += UK_STREAM_ROWS) {
         const int rows = k - p0 < UK_STREAM_ROWS ? (int)(k - p0) : UK_STREAM_ROWS;
-        float ap[UK_STREAM_ROWS];
-        for (int i = 0; i < rows; i++)
-            ap[i] = args->alpha * args->a[(p0 + i) * args->a_cs];
+        float ap[UK_ROW_STREAM_MAX_M][UK_STREAM_ROWS];
+        for (int i = 0; i < mr; i++)
+            for (int r = 0; r < rows; r++)
+                ap[i][r] = args->alpha * args->a[i * args->a_rs + (p0 + r) * args->a_cs];
         const float *b = args->b + p0 * b_rs;
         for (int j = 0; j < whole; j += UK_VEC_FLOATS) {
             /* C = sum of (alpha a) B + beta C: beta 0 never reads C */
-            uk_vec sum = p0 > 0         ? uk_load(c + j)
-                         : beta != 0.0f ? beta * uk_load(c + j)
+            uk_vec sum[UK_ROW_STREAM_MAX_M];
+#pragma GCC unroll 4
+            for (int i = 0; i < mr; i++)
+                sum[i] = p0 > 0         ? uk_load(args->c + i * ldc + j)
+                         : beta != 0.0f ? beta * uk_load(args->c + i * ldc + j)
                                         : (uk_vec){0};
             if (rows == UK_STREAM_ROWS) {
 #pragma GCC unroll 8
-                for (int i = 0; i < UK_STREAM_ROWS; i++)
-                    sum += ap[i] * uk_load(b + i * b_rs + j);
+                for (int r = 0; r < UK_STREAM_ROWS; r++) {
+                    uk_vec bv = uk_load(b + r * b_rs + j);
+#pragma GCC unroll 4
+                    for (int i = 0; i < mr; i++)
+                        sum[i] += ap[i][r] * bv;
+                }
             } else {
-                for (int i = 0; i < rows; i++)
-                    sum += ap[i] * uk_load(b + i * b_rs + j);
+                for (int r = 0; r < rows; r++) {
+                    uk_vec bv = uk_load(b + r * b_rs + j);
+#pragma GCC unroll 4
+                    for (int i = 0; i < mr; i++)
+                        sum[i] += ap[i][r] * bv;
+                }
             }
-            uk_store(c + j, sum);
+#pragma GCC unroll 4
+            for (int i = 0; i < mr; i++)
+                uk_store(args->c + i * ldc + j, sum[i]);
         }
     }
     uk_row_columns(args, whole);
+}
+
+/* args->m rows (1 to UK_ROW_STREAM_MAX_M), each count its own body so
+ * that the sums stay in registers. */
+static void uk_row_stream(const ukernel_args *args)
+{
+    switch (args->m) {
+    case 2: uk_rows_stream(2, args); break;
+    case 3: uk_rows_stream(3, args); break;
+    case 4: uk_rows_stream(4, args); break;
+    default: uk_rows_stream(1, args); break;
+    }
 }
 
 #define UK_DOT_MEMBER(MR, NJ)                                                     \

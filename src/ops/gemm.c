@@ -410,18 +410,19 @@ static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, in
     }
 }
 
-/* Row plans: columns [n0, n1) of one row of A times B, by the row form,
- * in calls of at most ROW_CALL_COLUMNS (its width is an int). No
- * epilogue: only calls on pre-packed B carry one, and those never take
- * the row form. */
+/* Row plans: columns [n0, n1) of the M rows of A (one, or a few with B
+ * streaming) times B, by the row form, in calls of at most
+ * ROW_CALL_COLUMNS (its width is an int). No epilogue: only calls on
+ * pre-packed B carry one, and those never take the row form. */
 enum { ROW_CALL_COLUMNS = 1 << 24 };
 static void run_row_share(const gemm_call *c, const gemm_plan *p, int64_t n0, int64_t n1)
 {
     ukernel_fn row = ukernel_row_lookup(p->isa, p->b_from_memory);
     for (int64_t j = n0; j < n1; j += ROW_CALL_COLUMNS) {
-        ukernel_args args = {.k = c->K, .a = c->A, .a_cs = c->a_cs, .b = c->B + j * c->b_cs,
-                             .b_rs = c->b_rs, .c = c->C + j, .ldc = c->ldc, .alpha = c->alpha,
-                             .beta = c->beta, .m = 1, .n = (int)min64(ROW_CALL_COLUMNS, n1 - j)};
+        ukernel_args args = {.k = c->K, .a = c->A, .a_rs = c->a_rs, .a_cs = c->a_cs,
+                             .b = c->B + j * c->b_cs, .b_rs = c->b_rs, .c = c->C + j,
+                             .ldc = c->ldc, .alpha = c->alpha, .beta = c->beta, .m = (int)c->M,
+                             .n = (int)min64(ROW_CALL_COLUMNS, n1 - j)};
         row(&args);
     }
 }

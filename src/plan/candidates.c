@@ -271,8 +271,9 @@ static void row_regions(region_list *list, const gemm_plan *p, const gemm_shape 
 {
     for (int t = 0; t < p->threads; t++) {
         int64_t col0 = p->bounds[t] * p->nr, col1 = min64(s->N, p->bounds[t + 1] * p->nr);
-        add_region(list, (plan_region){.row0 = 0, .rows = 1, .col0 = col0, .cols = col1 - col0,
-                                       .mr = 1, .row = true, .thread = t, .tiles = 1});
+        add_region(list, (plan_region){.row0 = 0, .rows = s->M, .col0 = col0,
+                                       .cols = col1 - col0, .mr = (int)s->M, .row = true,
+                                       .thread = t, .tiles = 1});
     }
 }
 

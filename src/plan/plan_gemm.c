@@ -472,17 +472,6 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->predicted_seconds = cost_predict(&m->cost, f);
 }
 
-/* One row of A times B with contiguous rows: the row form, which reads a
- * kilobyte of each row of B in one run (ukernel_template.h), not a tile's
- * quarter kilobyte. Against oneDNN, bench/compare (`compare-row-form.md`),
- * 1 thread (2): 1x3072x768 0.67 -> 0.98 (0.89 -> 1.00), bert-large's
- * one-row layers 0.55-0.77 -> 0.70-0.94 (0.62-1.01 -> 0.84-1.08); B in
- * L2 (1x768x768) level. A B from memory takes its streaming body. */
-static bool row_form_plan(const gemm_shape *s)
-{
-    return s->M == 1 && b_rows_in_place(s) && s->N > 0 && s->K > 0;
-}
-
 /* Whether each thread's columns of B outgrow its L2, so that the row
  * form reads them from L3 or memory on every call: it then takes its
  * streaming body, whose runs along whole rows the L2's prefetcher
@@ -502,6 +491,35 @@ static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int thre
     return s->K * cols * (int64_t)sizeof(float) > m->l2_bytes;
 }
 
+/* Threads a row plan runs on: one vector of columns each at least. */
+static int row_threads(const plan_model *m, const gemm_shape *s, int threads)
+{
+    int64_t vectors = (s->N + m->vec - 1) / m->vec;
+    return threads < vectors ? threads : (int)vectors;
+}
+
+/* A few rows of A times B with contiguous rows: the row form, which reads
+ * a kilobyte of each row of B in one run (ukernel_template.h), not a
+ * tile's quarter kilobyte. Against oneDNN, bench/compare
+ * (`compare-row-form.md`), one row, 1 thread (2): 1x3072x768 0.67 -> 0.98
+ * (0.89 -> 1.00), bert-large's one-row layers 0.55-0.77 -> 0.70-0.94
+ * (0.62-1.01 -> 0.84-1.08); B in L2 (1x768x768) level. A B from memory
+ * takes its streaming body, which also serves 2 to UK_ROW_STREAM_MAX_M
+ * rows of a B that streams from memory: its sums stay in registers across
+ * 8 rows of B read whole, where the tiles read B a line of a row at a
+ * time. AMD EPYC family 23 (B of 9.4 MB, L3 8 MiB), tessel / oneDNN in
+ * one process, tiles -> row form, 2-4 rows, 1 thread: x 3072 x 768
+ * 0.93-1.05 -> 1.16-1.33, x 768 x 3072 0.58-0.75 -> 0.76-0.94; 2
+ * threads 0.75-1.06 -> 1.11-1.37, 0.58-0.69 -> 0.71-0.75. B in L3 went
+ * the other way: x 768 x 768 0.91-1.14 -> 0.66-0.76 (2 threads
+ * 0.85-1.02 -> 0.65-0.72), x 2304 x 768 mixed. */
+static bool row_form_plan(const plan_model *m, const gemm_shape *s)
+{
+    if (!b_rows_in_place(s) || s->N <= 0 || s->K <= 0 || s->M < 1)
+        return false;
+    return s->M == 1 || (s->M <= UK_ROW_STREAM_MAX_M && b_streams_from_memory(m, s));
+}
+
 /* Row plans: the columns, in whole vectors, split evenly over the
  * threads; K runs whole, nothing is packed. */
 static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
@@ -512,12 +530,13 @@ static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->npanels = (s->N + m->vec - 1) / m->vec;
     p->ntiles = 1;
     p->split = 'N';
-    p->threads = threads < p->npanels ? threads : (int)p->npanels;
+    p->threads = row_threads(m, s, threads);
     p->b_from_memory = b_streams_from_memory(m, s) || row_b_outgrows_l2(m, s, p->threads);
     for (int t = 0; t <= p->threads; t++)
         p->bounds[t] = p->npanels * t / p->threads;
     set_choice(p, p->kc, 0, PLAN_B_RULES, p->split);
-    p->fma_cycles = (double)p->npanels * (double)s->K / m->hw.fma_per_cycle / p->threads;
+    p->fma_cycles =
+        (double)s->M * (double)p->npanels * (double)s->K / m->hw.fma_per_cycle / p->threads;
     p->calls = 1.0;
     double f[COST_NFEATURES];
     plan_cost_features(m, s, p, f);
@@ -895,7 +914,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
         plan_dot(m, s, threads, p);
         return;
     }
-    if (row_form_plan(s)) {
+    if (row_form_plan(m, s)) {
         plan_row(m, s, threads, p);
         return;
     }
@@ -1051,7 +1070,7 @@ int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_ch
     if (max < 1)
         return 0;
     out[n++] = (plan_choice){0};
-    if (dot_product_plan(m, s) || row_form_plan(s) || s->M == 0 || s->N == 0 || s->K == 0)
+    if (dot_product_plan(m, s) || row_form_plan(m, s) || s->M == 0 || s->N == 0 || s->K == 0)
         return n;
     plan_choice more[3 * UK_MAX_NV + 8];
     int k = 0;
