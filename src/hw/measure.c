@@ -96,7 +96,13 @@ enum {
  * differently); their median ratio, the floats on the stack, 0.88 in 1
  * of 15 processes, the quartile 0.15-0.44 or, of 15 short pairs, 0.62-0.8
  * in 3 of 30 (the stack's alignment, it seems: static, none), and the
- * quartile of those 0.09-0.31. */
+ * quartile of those 0.09-0.31. An hour later, with a neighbour sharing
+ * the cores (the tiles of one vCPU at two thirds of their speed), it read
+ * 0.8-1.0, though 8-wide tiles still ran at 0.82 of 16-wide ones: the
+ * rule (plan/model.c) then takes 4x24 over 6x16, as fast in L1 (39.4-39.7
+ * GF/s, 26.4 against 25.1 on the slowed vCPU). Against a loop of FMAs
+ * each fed by a whole vector loaded instead of the chains, the ratio
+ * read -0.1 to 0.4. */
 static void measure_broadcast(hw_profile *p, const hw_loops *l)
 {
     static _Alignas(64) float broadcast_src[HW_BROADCAST_FLOATS]; /* same values each call */
