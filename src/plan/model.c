@@ -164,6 +164,8 @@ static tile_rule first_rules(const plan_model *m, int mr, int nv)
     return TILE_RULE_PASSES;
 }
 
+/* The broadcast rule's baseline: the share of the widest built tile that
+ * passes rules 1-3 (widths go up, so the last one found). */
 static void find_least_broadcast_share(plan_model *m)
 {
     m->least_broadcast_share = 0.0;
