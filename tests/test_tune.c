@@ -209,8 +209,8 @@ static void check_cost_text(void)
                   back.fma_per_cycle == 1 && back.broadcast_cycles < 0,
               "an fma line of two figures parses, broadcasts unrecorded");
 #if defined(__x86_64__) /* the preset's AVX2 ukernels */
-        /* A calibration rebuilds the rules from its own broadcast figure,
-         * and one without it keeps the probe's. */
+        /* A calibration rebuilds the rules from its own broadcast figure
+         * (a probe that read none planned 8-wide tiles). */
         hw_profile zen1;
         plan_model m;
         hw_profile_preset(&zen1, "zen1");

@@ -48,7 +48,8 @@ float hw_read_sum_avx512(const float *buf, size_t nfloats, long passes);
 #endif
 
 /* Fills the measured fields of *p for p->isa: frequency, FMA peak, latency,
- * issue rate and the cost of a broadcast always; read bandwidth per level only if `bandwidth`. */
+ * issue rate and the cost of a broadcast always; read bandwidth per level
+ * only if `bandwidth`. */
 void hw_measure(hw_profile *p, bool bandwidth);
 
 #endif /* TESSEL_HW_MEASURE_H */

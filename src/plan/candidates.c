@@ -33,7 +33,8 @@ static void describe_rejection(const tile_verdict *v, char *reason, size_t len)
                  v->load_cycles, v->fma_cycles);
         break;
     case TILE_RULE_BROADCASTS:
-        snprintf(reason, len, "its broadcasts add %.0f%% to its FMA cycles, the widest tile's %.0f%%",
+        snprintf(reason, len,
+                 "its broadcasts add %.0f%% to its FMA cycles, the widest tile's %.0f%%",
                  100.0 * v->broadcast_share, 100.0 * v->least_broadcast_share);
         break;
     case TILE_RULE_L1:

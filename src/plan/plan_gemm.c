@@ -491,13 +491,6 @@ static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int thre
     return s->K * cols * (int64_t)sizeof(float) > m->l2_bytes;
 }
 
-/* Threads a row plan runs on: one vector of columns each at least. */
-static int row_threads(const plan_model *m, const gemm_shape *s, int threads)
-{
-    int64_t vectors = (s->N + m->vec - 1) / m->vec;
-    return threads < vectors ? threads : (int)vectors;
-}
-
 /* A few rows of A times B with contiguous rows: the row form, which reads
  * a kilobyte of each row of B in one run (ukernel_template.h), not a
  * tile's quarter kilobyte. Against oneDNN, bench/compare
@@ -530,7 +523,7 @@ static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->npanels = (s->N + m->vec - 1) / m->vec;
     p->ntiles = 1;
     p->split = 'N';
-    p->threads = row_threads(m, s, threads);
+    p->threads = threads < p->npanels ? threads : (int)p->npanels;
     p->b_from_memory = b_streams_from_memory(m, s) || row_b_outgrows_l2(m, s, p->threads);
     for (int t = 0; t <= p->threads; t++)
         p->bounds[t] = p->npanels * t / p->threads;
