@@ -179,8 +179,14 @@ static void zen4_by_hand(void)
     }
     one_row.transb = false;
     one_row.prepacked_kc = m.kc;
+    plan_gemm_choice(&m, &one_row, 2, &(plan_choice){0}, &p);
+    CHECK(p.row && p.nr == m.nr && p.kc == m.kc && !p.b_from_memory && p.threads == 2,
+          "1x3072x768 with B pre-packed: the row form across its panels, split in them "
+          "(row %d, nr %d, kc %lld, from memory %d, threads %d)",
+          p.row, p.nr, (long long)p.kc, p.b_from_memory, p.threads);
+    one_row.M = 2;
     plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
-    CHECK(!p.row, "1x3072x768 with B pre-packed: not the row form");
+    CHECK(!p.row, "2x3072x768 with B pre-packed: tiles, not the row form");
     /* B is packed past a few row tiles at any thread count: deep or
      * square B from 5 tiles (57 rows of 14), B wider than deep or whose
      * rows collide in the L1 (4 KiB apart, 1024 floats) from 3 tiles (29

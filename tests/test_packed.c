@@ -2,7 +2,8 @@
  * test_packed.c - pre-packed weights and fused epilogues against the
  * reference: each handle serves every M from 0 to 64 and random larger
  * ones, on contexts of 1, 2, 3 and 8 threads, with every activation, with
- * and without bias; plus the bad inputs of the packed calls.
+ * and without bias; one row across the panels of handles of many widths;
+ * plus the bad inputs of the packed calls.
  *
  * Bound: the GEMM bound of test_gemm.c on the pre-activation value x,
  * times the activation's largest slope (1 for ReLU, 1.13 for GELU), plus
@@ -144,6 +145,50 @@ static void handles_serve_every_m(void)
         tessel_ctx_destroy(ctx[t]);
 }
 
+/* One row of A over pre-packed B takes the row form across the panels
+ * (ops/gemm.c, run_row_panels_share): every panel count from a part of
+ * one to dozens, a narrower last panel or none, K over several k blocks,
+ * A transposed, beta 0 over NaN, every activation, 1 to 8 threads. */
+static void one_row_over_panels(void)
+{
+    const handle_shape shapes[] = {
+        {'N', 1, 1},     {'N', 7, 5},     {'N', 64, 16},   {'T', 3000, 203},
+        {'N', 768, 768}, {'N', 1031, 97}, {'T', 129, 520}, {'N', 2100, 48},
+    };
+    const int threads[] = {1, 2, 3, 8};
+    test_rng r = {11};
+    tessel_ctx *ctx[4];
+    for (int t = 0; t < 4; t++)
+        CHECK(tessel_ctx_create(&ctx[t], threads[t]) == TESSEL_OK, "context of %d threads",
+              threads[t]);
+    for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++) {
+        const handle_shape *hs = &shapes[h];
+        int64_t ldb = hs->transb == 'N' ? hs->N : hs->K;
+        float *B = random_floats(&r, (hs->transb == 'N' ? hs->K : hs->N) * ldb);
+        float *bias = random_floats(&r, hs->N);
+        tessel_packed_b *handle = NULL;
+        CHECK(tessel_sgemm_pack_b(ctx[0], hs->transb, hs->K, hs->N, B, ldb, &handle) ==
+                  TESSEL_OK, "pack %c %lldx%lld", hs->transb, (long long)hs->K, (long long)hs->N);
+        for (int v = 0; v < 8; v++) {
+            tessel_epilogue epi = {.bias = v % 2 ? bias : NULL,
+                                   .activation = (tessel_activation)(v % 4)};
+            char transa = v % 3 == 2 ? 'T' : 'N';
+            float alpha = v % 2 ? 0.75f : 1.0f, beta = v % 4 == 0 ? 0.0f : -0.5f;
+            char why[200] = "";
+            CHECK(packed_case(ctx[v % 4], handle, B, hs, 1, transa, alpha, beta,
+                              v == 6 ? NULL : &epi, &r, why),
+                  "one row over packed %c K %lld N %lld, %d threads, transa %c beta %g act %d "
+                  "bias %d: %s",
+                  hs->transb, (long long)hs->K, (long long)hs->N, threads[v % 4], transa,
+                  (double)beta, (int)epi.activation, epi.bias != NULL, why);
+        }
+        tessel_packed_destroy(handle);
+        free(B), free(bias);
+    }
+    for (int t = 0; t < 4; t++)
+        tessel_ctx_destroy(ctx[t]);
+}
+
 static void bad_packed_input(void)
 {
     float B[12] = {0}, A[12] = {0}, C[12], saved[12];
@@ -184,4 +229,5 @@ void suite_packed(void)
 {
     bad_packed_input();
     handles_serve_every_m();
+    one_row_over_panels();
 }

@@ -11,16 +11,16 @@
 extern const ukernel_entry ukernel_table_generic[], ukernel_dot_table_generic[];
 extern const int ukernel_table_generic_count, ukernel_dot_table_generic_count;
 extern const ukernel_packers ukernel_packers_generic;
-extern const ukernel_fn ukernel_row_generic[2];
+extern const ukernel_fn ukernel_row_generic[UK_ROW_FORM_COUNT];
 #if defined(__x86_64__)
 extern const ukernel_entry ukernel_table_avx2[], ukernel_dot_table_avx2[];
 extern const int ukernel_table_avx2_count, ukernel_dot_table_avx2_count;
 extern const ukernel_packers ukernel_packers_avx2;
-extern const ukernel_fn ukernel_row_avx2[2];
+extern const ukernel_fn ukernel_row_avx2[UK_ROW_FORM_COUNT];
 extern const ukernel_entry ukernel_table_avx512[], ukernel_dot_table_avx512[];
 extern const int ukernel_table_avx512_count, ukernel_dot_table_avx512_count;
 extern const ukernel_packers ukernel_packers_avx512;
-extern const ukernel_fn ukernel_row_avx512[2];
+extern const ukernel_fn ukernel_row_avx512[UK_ROW_FORM_COUNT];
 #endif
 
 static const ukernel_entry *index_table[HW_ISA_COUNT][UK_MAX_NV + 1][UK_MAX_MR + 1];
@@ -70,14 +70,16 @@ ukernel_fn ukernel_lookup(const ukernel_desc *d)
     return d->a_packed ? e->packed : e->strided;
 }
 
-ukernel_fn ukernel_row_lookup(hw_isa isa, bool from_memory)
+ukernel_fn ukernel_row_lookup(hw_isa isa, ukernel_row_form form)
 {
+    if (form < 0 || form >= UK_ROW_FORM_COUNT)
+        return NULL;
     switch (isa) {
 #if defined(__x86_64__)
-    case HW_ISA_AVX512: return ukernel_row_avx512[from_memory];
-    case HW_ISA_AVX2: return ukernel_row_avx2[from_memory];
+    case HW_ISA_AVX512: return ukernel_row_avx512[form];
+    case HW_ISA_AVX2: return ukernel_row_avx2[form];
 #endif
-    default: return ukernel_row_generic[from_memory];
+    default: return ukernel_row_generic[form];
     }
 }
 

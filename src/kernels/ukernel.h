@@ -68,13 +68,18 @@ ukernel_fn ukernel_lookup(const ukernel_desc *d);
  * function and nv for nj. NULL if (mr, nj) was not built for the ISA. */
 ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj);
 
-/* The row form (ukernel_template.h): C[i, 0..n) = alpha * A[i, 0..k) B +
- * beta * C for m rows of A (rows a_rs apart, k floats a_cs apart) and B's
- * rows b_rs apart, any n, C's rows ldc apart; the prefetch fields are not
- * read. The one for a B that streams from memory takes 1 to
- * UK_ROW_STREAM_MAX_M rows; the one for a B in cache, one (m = 1). */
+/* The row forms (ukernel_template.h): C[i, 0..n) = alpha * A[i, 0..k) B +
+ * beta * C for m rows of A (rows a_rs apart, k floats a_cs apart), C's
+ * rows ldc apart; the prefetch fields are not read.
+ *   UK_ROW_CACHED: one row (m = 1), B's rows b_rs apart, any n.
+ *   UK_ROW_STREAMED: the same for a B that streams from memory, 1 to
+ *     UK_ROW_STREAM_MAX_M rows.
+ *   UK_ROW_PANELS: one row, B pre-packed in panels b_rs floats wide (a
+ *     whole number of vectors) and b_rs * k floats each; n a whole
+ *     number of vectors. */
 enum { UK_ROW_STREAM_MAX_M = 4 };
-ukernel_fn ukernel_row_lookup(hw_isa isa, bool from_memory);
+typedef enum { UK_ROW_CACHED, UK_ROW_STREAMED, UK_ROW_PANELS, UK_ROW_FORM_COUNT } ukernel_row_form;
+ukernel_fn ukernel_row_lookup(hw_isa isa, ukernel_row_form form);
 
 /* Copies `rows` rows of a matrix, ld floats apart and contiguous along k,
  * into a panel w floats wide, transposed: dst[p * w + i] = src[i * ld + p]

@@ -21,4 +21,4 @@ const int ukernel_dot_table_avx2_count =
     sizeof ukernel_dot_table_avx2 / sizeof ukernel_dot_table_avx2[0];
 
 const ukernel_packers ukernel_packers_avx2 = UK_PACKERS;
-const ukernel_fn ukernel_row_avx2[2] = UK_ROW_FORMS;
+const ukernel_fn ukernel_row_avx2[UK_ROW_FORM_COUNT] = UK_ROW_FORMS;

@@ -21,4 +21,4 @@ const int ukernel_dot_table_avx512_count =
     sizeof ukernel_dot_table_avx512 / sizeof ukernel_dot_table_avx512[0];
 
 const ukernel_packers ukernel_packers_avx512 = UK_PACKERS;
-const ukernel_fn ukernel_row_avx512[2] = UK_ROW_FORMS;
+const ukernel_fn ukernel_row_avx512[UK_ROW_FORM_COUNT] = UK_ROW_FORMS;

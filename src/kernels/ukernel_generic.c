@@ -44,4 +44,4 @@ const int ukernel_dot_table_generic_count =
     sizeof ukernel_dot_table_generic / sizeof ukernel_dot_table_generic[0];
 
 const ukernel_packers ukernel_packers_generic = UK_PACKERS;
-const ukernel_fn ukernel_row_generic[2] = UK_ROW_FORMS;
+const ukernel_fn ukernel_row_generic[UK_ROW_FORM_COUNT] = UK_ROW_FORMS;

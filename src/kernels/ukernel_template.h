@@ -562,8 +562,8 @@ static void uk_pack_rows(int w, int n, int64_t k, const float *src, int64_t ld, 
 
 /* The packing functions of this ISA class (ukernel.h). */
 #define UK_PACKERS {uk_pack_transposed, uk_pack_rows}
-/* The row forms: from cache, from memory (ukernel_row_lookup). */
-#define UK_ROW_FORMS {uk_row, uk_row_stream}
+/* The row forms, in ukernel_row_form's order (ukernel_row_lookup). */
+#define UK_ROW_FORMS {uk_row, uk_row_stream, uk_row_panels}
 
 /* ---- the row form ----
  *
@@ -574,32 +574,64 @@ static void uk_pack_rows(int w, int n, int64_t k, const float *src, int64_t ld, 
  * few kilobytes a row; here nv vectors of C stay in registers while all of
  * K runs, so each row of B is read UK_ROW_VECS vectors (a kilobyte with
  * AVX-512) at a time, a run the hardware prefetchers follow. Columns past
- * the last whole vector go one by one. */
+ * the last whole vector go one by one.
+ *
+ * The same body reads pre-packed B (uk_row_panels): there vector v of a
+ * row lies in panel v / pv, pv vectors wide, panels ps floats apart. In
+ * place ps is 0, a constant, the offsets are constants too, and the loads
+ * address B by one pointer and displacements, as before panels. */
+/* Vectors v0 .. v0 + nv of C's row. */
 static inline __attribute__((always_inline)) void
-uk_row_block(const int nv, const ukernel_args *args, const float *b, float *c)
+uk_row_block(const int nv, const ukernel_args *args, int64_t v0, int pv, int64_t ps)
 {
     uk_vec acc[UK_ROW_VECS];
+    int64_t offset[UK_ROW_VECS];
+    const float *b = args->b + (ps == 0 ? v0 * UK_VEC_FLOATS : 0);
 #pragma GCC unroll 16
-    for (int v = 0; v < nv; v++)
+    for (int v = 0; v < nv; v++) {
         acc[v] = (uk_vec){0};
+        offset[v] = ps == 0 ? v * UK_VEC_FLOATS
+                            : (v0 + v) / pv * ps + (v0 + v) % pv * UK_VEC_FLOATS;
+    }
     const float *a = args->a;
     const int64_t a_cs = args->a_cs, b_rs = args->b_rs, k = args->k;
     for (int64_t p = 0; p < k; p++) {
         float ap = a[p * a_cs];
 #pragma GCC unroll 16
         for (int v = 0; v < nv; v++) {
-            uk_vec bv = uk_load(b + p * b_rs + v * UK_VEC_FLOATS);
+            uk_vec bv = uk_load(b + p * b_rs + offset[v]);
             UK_IN_REGISTER(bv);
             acc[v] += ap * bv;
         }
     }
     const float alpha = args->alpha, beta = args->beta;
+    float *c = args->c + v0 * UK_VEC_FLOATS;
 #pragma GCC unroll 16
     for (int v = 0; v < nv; v++) {
         uk_vec out = alpha * acc[v];
         if (beta != 0.0f)
             out += beta * uk_load(c + v * UK_VEC_FLOATS);
         uk_store(c + v * UK_VEC_FLOATS, out);
+    }
+}
+
+/* The whole vectors of C's row, UK_ROW_VECS at a time, the rest with
+ * constant counts, so that their accumulators too stay in registers. */
+static inline __attribute__((always_inline)) void uk_row_vectors(const ukernel_args *args,
+                                                                 int pv, int64_t ps)
+{
+    const int whole = args->n / UK_VEC_FLOATS;
+    int v = 0;
+    for (; v + UK_ROW_VECS <= whole; v += UK_ROW_VECS)
+        uk_row_block(UK_ROW_VECS, args, v, pv, ps);
+    switch (whole - v) {
+#define UK_ROW_REST(NV)                                                                 \
+    case NV:                                                                            \
+        uk_row_block(NV, args, v, pv, ps);                                              \
+        break;
+        UK_ROW_RESTS(UK_ROW_REST)
+#undef UK_ROW_REST
+    default: break;
     }
 }
 
@@ -628,25 +660,16 @@ static inline __attribute__((always_inline)) void uk_row_columns(const ukernel_a
  * B's rows b_rs apart. */
 static void uk_row(const ukernel_args *args)
 {
-    const int n = args->n;
-    const int whole = n / UK_VEC_FLOATS; /* whole vectors of C */
-    int v = 0;
-    for (; v + UK_ROW_VECS <= whole; v += UK_ROW_VECS)
-        uk_row_block(UK_ROW_VECS, args, args->b + v * UK_VEC_FLOATS, args->c + v * UK_VEC_FLOATS);
-    /* the rest of the whole vectors, with constant counts, so that their
-     * accumulators too stay in registers */
-    const float *b = args->b + v * UK_VEC_FLOATS;
-    float *c = args->c + v * UK_VEC_FLOATS;
-    switch (whole - v) {
-#define UK_ROW_REST(NV)                                                                 \
-    case NV:                                                                            \
-        uk_row_block(NV, args, b, c);                                                   \
-        break;
-        UK_ROW_RESTS(UK_ROW_REST)
-#undef UK_ROW_REST
-    default: break;
-    }
-    uk_row_columns(args, whole * UK_VEC_FLOATS);
+    uk_row_vectors(args, 1, 0);
+    uk_row_columns(args, args->n / UK_VEC_FLOATS * UK_VEC_FLOATS);
+}
+
+/* The same from pre-packed panels: b_rs is the panel width, a whole
+ * number of vectors, each panel b_rs * k floats; n a whole number of
+ * vectors (a last, narrower panel is another call, uk_row over it). */
+static void uk_row_panels(const ukernel_args *args)
+{
+    uk_row_vectors(args, (int)(args->b_rs / UK_VEC_FLOATS), args->b_rs * args->k);
 }
 
 /* The row form for a B that streams from memory, for one row of A or up

@@ -412,12 +412,12 @@ static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, in
 
 /* Row plans: columns [n0, n1) of the M rows of A (one, or a few with B
  * streaming) times B, by the row form, in calls of at most
- * ROW_CALL_COLUMNS (its width is an int). No epilogue: only calls on
- * pre-packed B carry one, and those never take the row form. */
+ * ROW_CALL_COLUMNS (its width is an int). */
 enum { ROW_CALL_COLUMNS = 1 << 24 };
 static void run_row_share(const gemm_call *c, const gemm_plan *p, int64_t n0, int64_t n1)
 {
-    ukernel_fn row = ukernel_row_lookup(p->isa, p->b_from_memory);
+    ukernel_fn row =
+        ukernel_row_lookup(p->isa, p->b_from_memory ? UK_ROW_STREAMED : UK_ROW_CACHED);
     for (int64_t j = n0; j < n1; j += ROW_CALL_COLUMNS) {
         ukernel_args args = {.k = c->K, .a = c->A, .a_rs = c->a_rs, .a_cs = c->a_cs,
                              .b = c->B + j * c->b_cs, .b_rs = c->b_rs, .c = c->C + j,
@@ -425,6 +425,42 @@ static void run_row_share(const gemm_call *c, const gemm_plan *p, int64_t n0, in
                              .n = (int)min64(ROW_CALL_COLUMNS, n1 - j)};
         row(&args);
     }
+}
+
+/* The row form over pre-packed B, columns [n0, n1) from panel n0 / nr
+ * on: per k block, its whole panels in one call and a last, narrower one
+ * (N not a multiple of nr) by the in-place form over that panel, whose
+ * rows are its padded width apart. The epilogue follows the last block. */
+static void run_row_panels_share(const gemm_call *c, const gemm_plan *p, int64_t n0,
+                                 int64_t n1)
+{
+    const struct tessel_packed_b *pb = c->packed;
+    int64_t whole_end = min64(n1, c->N / pb->nr * pb->nr);
+    for (int64_t pc = 0; pc < c->K; pc += pb->kc) {
+        int64_t kb = min64(pb->kc, c->K - pc);
+        const float *block = pb->data + pc * pb->n_padded;
+        ukernel_args args = {.k = kb, .a = c->A + pc * c->a_cs, .a_cs = c->a_cs,
+                             .ldc = c->ldc, .alpha = c->alpha,
+                             .beta = pc == 0 ? c->beta : 1.0f, .m = 1};
+        if (n0 < whole_end) {
+            args.b = block + n0 * kb;
+            args.b_rs = pb->nr;
+            args.c = c->C + n0;
+            args.n = (int)(whole_end - n0);
+            ukernel_row_lookup(p->isa, UK_ROW_PANELS)(&args);
+        }
+        if (whole_end < n1) {
+            args.b = block + whole_end * kb;
+            args.b_rs = pb->n_padded - whole_end;
+            args.c = c->C + whole_end;
+            args.n = (int)(n1 - whole_end);
+            ukernel_row_lookup(p->isa, UK_ROW_CACHED)(&args);
+        }
+    }
+    if (c->epilogue)
+        ukernel_epilogue(c->C + n0, c->ldc, 1, (int)(n1 - n0),
+                         c->epilogue->bias ? c->epilogue->bias + n0 : NULL,
+                         c->epilogue->activation);
 }
 
 static gemm_call batch_entry(const gemm_job *job, int64_t i)
@@ -459,7 +495,9 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
     if (p->row) {
         n0 = p->bounds[t] * p->nr;
         n1 = min64(c->N, p->bounds[t + 1] * p->nr);
-        if (n0 < n1)
+        if (n0 < n1 && c->packed)
+            run_row_panels_share(c, p, n0, n1);
+        else if (n0 < n1)
             run_row_share(c, p, n0, n1);
         return;
     }

@@ -508,28 +508,35 @@ static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int thre
  * 0.85-1.02 -> 0.65-0.72), x 2304 x 768 mixed. */
 static bool row_form_plan(const plan_model *m, const gemm_shape *s)
 {
-    if (!b_rows_in_place(s) || s->N <= 0 || s->K <= 0 || s->M < 1)
+    if (s->N <= 0 || s->K <= 0 || s->M < 1)
+        return false;
+    if (s->prepacked_kc > 0)
+        return s->M == 1;
+    if (!b_rows_in_place(s))
         return false;
     return s->M == 1 || (s->M <= UK_ROW_STREAM_MAX_M && b_streams_from_memory(m, s));
 }
 
-/* Row plans: the columns, in whole vectors, split evenly over the
- * threads; K runs whole, nothing is packed. */
+/* Row plans: the columns, in whole vectors (pre-packed B: in its
+ * panels), split evenly over the threads; K runs whole (pre-packed: in
+ * its blocks), nothing is packed. */
 static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p)
 {
+    bool panels = s->prepacked_kc > 0;
     p->row = true;
-    p->kc = s->K;
-    p->nr = m->vec;
-    p->npanels = (s->N + m->vec - 1) / m->vec;
+    p->kc = panels ? s->prepacked_kc : s->K;
+    p->nr = panels ? m->nr : m->vec;
+    p->npanels = (s->N + p->nr - 1) / p->nr;
     p->ntiles = 1;
     p->split = 'N';
     p->threads = threads < p->npanels ? threads : (int)p->npanels;
-    p->b_from_memory = b_streams_from_memory(m, s) || row_b_outgrows_l2(m, s, p->threads);
+    p->b_from_memory =
+        !panels && (b_streams_from_memory(m, s) || row_b_outgrows_l2(m, s, p->threads));
     for (int t = 0; t <= p->threads; t++)
         p->bounds[t] = p->npanels * t / p->threads;
     set_choice(p, p->kc, 0, PLAN_B_RULES, p->split);
-    p->fma_cycles =
-        (double)s->M * (double)p->npanels * (double)s->K / m->hw.fma_per_cycle / p->threads;
+    double vectors = (double)((s->N + m->vec - 1) / m->vec);
+    p->fma_cycles = (double)s->M * vectors * (double)s->K / m->hw.fma_per_cycle / p->threads;
     p->calls = 1.0;
     double f[COST_NFEATURES];
     plan_cost_features(m, s, p, f);
