@@ -670,10 +670,10 @@ static void row_cases(void)
         gc.nan_c = gc.beta == 0.0f;
         run_case(&gc);
     }
-    /* 2-4 rows of a B of 36 MB, over 16 L2s of 2 MiB: the streaming row
+    /* 2-8 rows of a B of 36 MB, over 16 L2s of 2 MiB: the streaming row
      * form for several rows (UK_ROW_STREAM_MAX_M), A strided or
      * transposed, B's and C's rows padded, a ragged last vector. */
-    for (int64_t rows = 2; rows <= 4; rows++) {
+    for (int64_t rows = 2; rows <= UK_ROW_STREAM_MAX_M; rows++) {
         gemm_case gc = gemm_case_tight(rows == 3 ? 'T' : 'N', 'N', rows, 8195, 1100 + rows,
                                        random_alpha(&r), rows == 2 ? 0.0f : random_beta(&r));
         gc.lda = random_ld(&r, a_cols(&gc));

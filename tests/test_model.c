@@ -492,7 +492,7 @@ static void zen1_broadcasts(void)
      * wide. */
     struct { int64_t M, N, K; bool in_place; } streams[] = {
         {17, 768, 3072, true},  {96, 768, 3072, true},  {97, 768, 3072, false},
-        {42, 3072, 768, true},  {43, 3072, 768, false}, {5, 3072, 768, true},
+        {42, 3072, 768, true},  {43, 3072, 768, false}, {7, 3072, 768, true},
     };
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
         gemm_plan p;
@@ -551,13 +551,13 @@ static void zen3_rules(void)
     CHECK(p.nv != 3, "zen3 3x768x768 with B^T: not the 24-wide rule");
     /* B streamed in place (9.4 MB, over 16 of its L2s) by tiles is
      * prefetched along its rows, its rows a multiple of 4 KiB apart or
-     * not; up to 4 rows take the streaming row form instead. */
-    gemm_shape stream = {.M = 5, .N = 3072, .K = 768};
+     * not; up to 6 rows take the streaming row form instead. */
+    gemm_shape stream = {.M = 7, .N = 3072, .K = 768};
     plan_gemm_choice(&m, &stream, 1, &(plan_choice){0}, &p);
     /* 16-wide panels are a line a row: 64 rows make the 64 lines. */
     CHECK(!p.row && p.b_from_memory && !p.pack_b && p.kc == 64 && p.b_prefetch_along == 64 &&
               !plan_b_unprefetched(&p, stream.N * (int64_t)sizeof(float)),
-          "zen3 5x3072x768 streams B, prefetched %d floats along its rows", p.b_prefetch_along);
+          "zen3 7x3072x768 streams B, prefetched %d floats along its rows", p.b_prefetch_along);
     for (int64_t rows = 2; rows <= 4; rows++) {
         stream.M = rows;
         plan_gemm_choice(&m, &stream, 2, &(plan_choice){0}, &p);
@@ -714,15 +714,15 @@ static void planner_invariants(void)
     /* B read in place from memory is streamed a few rows deep, also
      * where a choice asks for other blocking; B that fits a few L2s is
      * not. */
-    gemm_shape head = {.M = 5, .N = 50257, .K = 768};
+    gemm_shape head = {.M = 7, .N = 50257, .K = 768};
     plan_choice deep = {.kc = 384, .nc = 672};
     plan_gemm_choice(&m, &head, 1, &deep, &p);
     int64_t row_lines = (m.nr * 4 + 63) / 64;
     CHECK(!p.pack_b && p.kc == 64 / row_lines && p.nc >= 4096 && p.nc < 4096 + p.nr,
-          "5x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
-    head.M = 4;
+          "7x50257x768 streams B: kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
+    head.M = UK_ROW_STREAM_MAX_M;
     plan_gemm_choice(&m, &head, 1, &deep, &p);
-    CHECK(p.row && p.b_from_memory, "4x50257x768: the streaming row form");
+    CHECK(p.row && p.b_from_memory, "%dx50257x768: the streaming row form", UK_ROW_STREAM_MAX_M);
     /* N between one panel and two, not a multiple of the panel: one
      * wider panel, also against a choice; N = 64 keeps the model's. */
     int wider = m.nv + 1; /* a width the family has one size up, N a multiple of its vectors */

@@ -77,7 +77,7 @@ ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj);
  *   UK_ROW_PANELS: one row, B pre-packed in panels b_rs floats wide (a
  *     whole number of vectors) and b_rs * k floats each; n a whole
  *     number of vectors. */
-enum { UK_ROW_STREAM_MAX_M = 4 };
+enum { UK_ROW_STREAM_MAX_M = 6 };
 typedef enum { UK_ROW_CACHED, UK_ROW_STREAMED, UK_ROW_PANELS, UK_ROW_FORM_COUNT } ukernel_row_form;
 ukernel_fn ukernel_row_lookup(hw_isa isa, ukernel_row_form form);
 

@@ -700,7 +700,7 @@ static inline __attribute__((always_inline)) void uk_rows_stream(const int mr,
         for (int j = 0; j < whole; j += UK_VEC_FLOATS) {
             /* C = sum of (alpha a) B + beta C: beta 0 never reads C */
             uk_vec sum[UK_ROW_STREAM_MAX_M];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int i = 0; i < mr; i++)
                 sum[i] = p0 > 0         ? uk_load(args->c + i * ldc + j)
                          : beta != 0.0f ? beta * uk_load(args->c + i * ldc + j)
@@ -709,19 +709,19 @@ static inline __attribute__((always_inline)) void uk_rows_stream(const int mr,
 #pragma GCC unroll 8
                 for (int r = 0; r < UK_STREAM_ROWS; r++) {
                     uk_vec bv = uk_load(b + r * b_rs + j);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
                     for (int i = 0; i < mr; i++)
                         sum[i] += ap[i][r] * bv;
                 }
             } else {
                 for (int r = 0; r < rows; r++) {
                     uk_vec bv = uk_load(b + r * b_rs + j);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
                     for (int i = 0; i < mr; i++)
                         sum[i] += ap[i][r] * bv;
                 }
             }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int i = 0; i < mr; i++)
                 uk_store(args->c + i * ldc + j, sum[i]);
         }
@@ -737,6 +737,8 @@ static void uk_row_stream(const ukernel_args *args)
     case 2: uk_rows_stream(2, args); break;
     case 3: uk_rows_stream(3, args); break;
     case 4: uk_rows_stream(4, args); break;
+    case 5: uk_rows_stream(5, args); break;
+    case 6: uk_rows_stream(6, args); break;
     default: uk_rows_stream(1, args); break;
     }
 }

@@ -505,7 +505,12 @@ static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int thre
  * 0.93-1.05 -> 1.16-1.33, x 768 x 3072 0.58-0.75 -> 0.76-0.94; 2
  * threads 0.75-1.06 -> 1.11-1.37, 0.58-0.69 -> 0.71-0.75. B in L3 went
  * the other way: x 768 x 768 0.91-1.14 -> 0.66-0.76 (2 threads
- * 0.85-1.02 -> 0.65-0.72), x 2304 x 768 mixed. */
+ * 0.85-1.02 -> 0.65-0.72), x 2304 x 768 mixed. 5 and 6 rows too
+ * (medians of three alternating rounds, `compare-rows-stream-5-8.md`, 1
+ * thread): 5 x 768 x 3072 0.64 -> 0.77, 5 and 6 x 3072 x 768 0.64-0.67 ->
+ * 0.84-0.98; 8 rows went level or worse (0.74 -> 0.73, 1.09 -> 1.02), so
+ * the form stops at 6. Reading 16 rows of B a step instead of 8 lost at
+ * every count (1 x 768 x 3072 1.00 -> 0.79, `compare-rows-stream-16.md`). */
 static bool row_form_plan(const plan_model *m, const gemm_shape *s)
 {
     if (s->N <= 0 || s->K <= 0 || s->M < 1)
