@@ -98,46 +98,32 @@ static bool packed_case(tessel_ctx *ctx, const tessel_packed_b *handle, const fl
     return ok;
 }
 
-static void handles_serve_every_m(void)
+/* The thread counts of the contexts every handle is tried on. */
+static const int context_threads[4] = {1, 2, 3, 8};
+
+typedef void (*handle_test)(tessel_ctx *const ctx[4], const handle_shape *hs,
+                            const tessel_packed_b *handle, const float *B, const float *bias,
+                            test_rng *r);
+
+/* Packs a seeded random B of each shape (with a bias of N) on the first
+ * context and runs `test` over the handle. */
+static void for_each_handle(const handle_shape *shapes, size_t count, test_rng *r,
+                            handle_test test)
 {
-    const handle_shape shapes[] = {
-        {'N', 37, 50}, {'T', 300, 129}, {'N', 1, 1}, {'N', 0, 5}, {'T', 256, 200}, {'N', 129, 48},
-    };
-    const int threads[] = {1, 2, 3, 8};
-    test_rng r = {7};
     tessel_ctx *ctx[4];
     for (int t = 0; t < 4; t++)
-        CHECK(tessel_ctx_create(&ctx[t], threads[t]) == TESSEL_OK, "context of %d threads",
-              threads[t]);
-    for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++) {
+        CHECK(tessel_ctx_create(&ctx[t], context_threads[t]) == TESSEL_OK,
+              "context of %d threads", context_threads[t]);
+    for (size_t h = 0; h < count; h++) {
         const handle_shape *hs = &shapes[h];
         int64_t ldb = hs->transb == 'N' ? hs->N : hs->K;
-        float *B = random_floats(&r, (hs->transb == 'N' ? hs->K : hs->N) * ldb);
-        float *bias = random_floats(&r, hs->N);
+        float *B = random_floats(r, (hs->transb == 'N' ? hs->K : hs->N) * ldb);
+        float *bias = random_floats(r, hs->N);
         tessel_packed_b *handle = NULL;
         CHECK(tessel_sgemm_pack_b(ctx[0], hs->transb, hs->K, hs->N, B, ldb, &handle) ==
                   TESSEL_OK, "pack %c %lldx%lld", hs->transb, (long long)hs->K, (long long)hs->N);
-        int fails = 0, cases = 0;
-        char why[320] = "";
-        for (int64_t M = 0; M <= 64 + 6; M++) {
-            int64_t m = M <= 64 ? M : test_rng_range(&r, 65, 600);
-            tessel_epilogue epi = {.bias = (M % 2) ? bias : NULL,
-                                   .activation = (tessel_activation)(M % 4)};
-            char transa = (M % 5 == 3) ? 'T' : 'N';
-            float alpha = (M % 3 == 1) ? -1.5f : 1.0f;
-            float beta = (M % 3 == 0) ? 0.0f : (M % 3 == 1 ? 1.0f : -1.5f);
-            char one_why[200];
-            bool ok = packed_case(ctx[M % 4], handle, B, hs, m, transa, alpha, beta,
-                                  (M % 6 == 5) ? NULL : &epi, &r, one_why);
-            cases++;
-            if (!ok) {
-                fails++;
-                snprintf(why, sizeof why, "M %lld transa %c act %d bias %d: %s", (long long)m,
-                         transa, (int)epi.activation, epi.bias != NULL, one_why);
-            }
-        }
-        CHECK(fails == 0, "packed %c K %lld N %lld: %d of %d M values wrong; last: %s",
-              hs->transb, (long long)hs->K, (long long)hs->N, fails, cases, why);
+        if (handle)
+            test(ctx, hs, handle, B, bias, r);
         tessel_packed_destroy(handle);
         free(B), free(bias);
     }
@@ -145,48 +131,75 @@ static void handles_serve_every_m(void)
         tessel_ctx_destroy(ctx[t]);
 }
 
+/* Every M from 0 to 64 and a few random larger ones on one handle. */
+static void serve_every_m(tessel_ctx *const ctx[4], const handle_shape *hs,
+                          const tessel_packed_b *handle, const float *B, const float *bias,
+                          test_rng *r)
+{
+    int fails = 0, cases = 0;
+    char why[320] = "";
+    for (int64_t M = 0; M <= 64 + 6; M++) {
+        int64_t m = M <= 64 ? M : test_rng_range(r, 65, 600);
+        tessel_epilogue epi = {.bias = (M % 2) ? bias : NULL,
+                               .activation = (tessel_activation)(M % 4)};
+        char transa = (M % 5 == 3) ? 'T' : 'N';
+        float alpha = (M % 3 == 1) ? -1.5f : 1.0f;
+        float beta = (M % 3 == 0) ? 0.0f : (M % 3 == 1 ? 1.0f : -1.5f);
+        char one_why[200];
+        bool ok = packed_case(ctx[M % 4], handle, B, hs, m, transa, alpha, beta,
+                              (M % 6 == 5) ? NULL : &epi, r, one_why);
+        cases++;
+        if (!ok) {
+            fails++;
+            snprintf(why, sizeof why, "M %lld transa %c act %d bias %d: %s", (long long)m,
+                     transa, (int)epi.activation, epi.bias != NULL, one_why);
+        }
+    }
+    CHECK(fails == 0, "packed %c K %lld N %lld: %d of %d M values wrong; last: %s", hs->transb,
+          (long long)hs->K, (long long)hs->N, fails, cases, why);
+}
+
+static void handles_serve_every_m(void)
+{
+    const handle_shape shapes[] = {
+        {'N', 37, 50}, {'T', 300, 129}, {'N', 1, 1}, {'N', 0, 5}, {'T', 256, 200}, {'N', 129, 48},
+    };
+    test_rng r = {7};
+    for_each_handle(shapes, sizeof shapes / sizeof shapes[0], &r, serve_every_m);
+}
+
+/* One row of A, eight ways: each activation, bias or not, A transposed,
+ * beta 0 over NaN, on every context. */
+static void serve_one_row(tessel_ctx *const ctx[4], const handle_shape *hs,
+                          const tessel_packed_b *handle, const float *B, const float *bias,
+                          test_rng *r)
+{
+    for (int v = 0; v < 8; v++) {
+        tessel_epilogue epi = {.bias = v % 2 ? bias : NULL,
+                               .activation = (tessel_activation)(v % 4)};
+        char transa = v % 3 == 2 ? 'T' : 'N';
+        float alpha = v % 2 ? 0.75f : 1.0f, beta = v % 4 == 0 ? 0.0f : -0.5f;
+        char why[200] = "";
+        CHECK(packed_case(ctx[v % 4], handle, B, hs, 1, transa, alpha, beta,
+                          v == 6 ? NULL : &epi, r, why),
+              "one row over packed %c K %lld N %lld, %d threads, transa %c beta %g act %d "
+              "bias %d: %s",
+              hs->transb, (long long)hs->K, (long long)hs->N, context_threads[v % 4], transa,
+              (double)beta, (int)epi.activation, epi.bias != NULL, why);
+    }
+}
+
 /* One row of A over pre-packed B takes the row form across the panels
  * (ops/gemm.c, run_row_panels_share): every panel count from a part of
- * one to dozens, a narrower last panel or none, K over several k blocks,
- * A transposed, beta 0 over NaN, every activation, 1 to 8 threads. */
+ * one to dozens, a narrower last panel or none, K over several k blocks. */
 static void one_row_over_panels(void)
 {
     const handle_shape shapes[] = {
         {'N', 1, 1},     {'N', 7, 5},     {'N', 64, 16},   {'T', 3000, 203},
         {'N', 768, 768}, {'N', 1031, 97}, {'T', 129, 520}, {'N', 2100, 48},
     };
-    const int threads[] = {1, 2, 3, 8};
     test_rng r = {11};
-    tessel_ctx *ctx[4];
-    for (int t = 0; t < 4; t++)
-        CHECK(tessel_ctx_create(&ctx[t], threads[t]) == TESSEL_OK, "context of %d threads",
-              threads[t]);
-    for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++) {
-        const handle_shape *hs = &shapes[h];
-        int64_t ldb = hs->transb == 'N' ? hs->N : hs->K;
-        float *B = random_floats(&r, (hs->transb == 'N' ? hs->K : hs->N) * ldb);
-        float *bias = random_floats(&r, hs->N);
-        tessel_packed_b *handle = NULL;
-        CHECK(tessel_sgemm_pack_b(ctx[0], hs->transb, hs->K, hs->N, B, ldb, &handle) ==
-                  TESSEL_OK, "pack %c %lldx%lld", hs->transb, (long long)hs->K, (long long)hs->N);
-        for (int v = 0; v < 8; v++) {
-            tessel_epilogue epi = {.bias = v % 2 ? bias : NULL,
-                                   .activation = (tessel_activation)(v % 4)};
-            char transa = v % 3 == 2 ? 'T' : 'N';
-            float alpha = v % 2 ? 0.75f : 1.0f, beta = v % 4 == 0 ? 0.0f : -0.5f;
-            char why[200] = "";
-            CHECK(packed_case(ctx[v % 4], handle, B, hs, 1, transa, alpha, beta,
-                              v == 6 ? NULL : &epi, &r, why),
-                  "one row over packed %c K %lld N %lld, %d threads, transa %c beta %g act %d "
-                  "bias %d: %s",
-                  hs->transb, (long long)hs->K, (long long)hs->N, threads[v % 4], transa,
-                  (double)beta, (int)epi.activation, epi.bias != NULL, why);
-        }
-        tessel_packed_destroy(handle);
-        free(B), free(bias);
-    }
-    for (int t = 0; t < 4; t++)
-        tessel_ctx_destroy(ctx[t]);
+    for_each_handle(shapes, sizeof shapes / sizeof shapes[0], &r, serve_one_row);
 }
 
 static void bad_packed_input(void)

@@ -578,9 +578,10 @@ static void uk_pack_rows(int w, int n, int64_t k, const float *src, int64_t ld, 
  *
  * The same body reads pre-packed B (uk_row_panels): there vector v of a
  * row lies in panel v / pv, pv vectors wide, panels ps floats apart. In
- * place ps is 0, a constant, the offsets are constants too, and the loads
- * address B by one pointer and displacements, as before panels. */
-/* Vectors v0 .. v0 + nv of C's row. */
+ * place ps is 0, a constant: the offsets fold to constants and the loads
+ * address B by one pointer and fixed displacements.
+ *
+ * uk_row_block: vectors v0 .. v0 + nv of C's row. */
 static inline __attribute__((always_inline)) void
 uk_row_block(const int nv, const ukernel_args *args, int64_t v0, int pv, int64_t ps)
 {
@@ -660,7 +661,7 @@ static inline __attribute__((always_inline)) void uk_row_columns(const ukernel_a
  * B's rows b_rs apart. */
 static void uk_row(const ukernel_args *args)
 {
-    uk_row_vectors(args, 1, 0);
+    uk_row_vectors(args, 1, 0); /* no panels */
     uk_row_columns(args, args->n / UK_VEC_FLOATS * UK_VEC_FLOATS);
 }
 
