@@ -503,6 +503,19 @@ static void zen1_broadcasts(void)
               "zen1 %lldx%lldx%lld: B %s, kc %lld", (long long)s.M, (long long)s.N,
               (long long)s.K, p.pack_b ? "packed" : "in place", (long long)p.kc);
     }
+    /* A B of more than half the L3 (7 MB of 8 MiB): the streaming row form
+     * up to 4 rows; not at 5, nor for a B that leaves half the L3 free. */
+    struct { int64_t M, N; bool row; } l3_rows[] = {
+        {2, 2304, true}, {4, 2304, true}, {5, 2304, false}, {2, 768, false},
+    };
+    for (size_t i = 0; i < sizeof l3_rows / sizeof l3_rows[0]; i++) {
+        gemm_plan p;
+        gemm_shape s = {.M = l3_rows[i].M, .N = l3_rows[i].N, .K = 768};
+        plan_gemm_choice(&m, &s, 1, &(plan_choice){0}, &p);
+        CHECK(p.row == l3_rows[i].row && (!p.row || p.b_from_memory),
+              "zen1 %lldx%lldx768: row form %d, streaming %d", (long long)s.M,
+              (long long)s.N, p.row, p.b_from_memory);
+    }
 
     hw.broadcast_cycles = 3.0;
     CHECK(plan_model_init(&m, &hw) == 0 && m.nv == 4 && m.mr == 2,

@@ -510,7 +510,21 @@ static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int thre
  * thread): 5 x 768 x 3072 0.64 -> 0.77, 5 and 6 x 3072 x 768 0.64-0.67 ->
  * 0.84-0.98; 8 rows went level or worse (0.74 -> 0.73, 1.09 -> 1.02), so
  * the form stops at 6. Reading 16 rows of B a step instead of 8 lost at
- * every count (1 x 768 x 3072 1.00 -> 0.79, `compare-rows-stream-16.md`). */
+ * every count (1 x 768 x 3072 1.00 -> 0.79, `compare-rows-stream-16.md`).
+ * A B of more than half the L3 takes the form up to 4 rows: 2-4 x 2304 x
+ * 768 (7 MB, L3 8 MiB) 0.72-0.90 -> 0.93-1.08 at 1 thread, 0.81-0.92 ->
+ * 0.83-0.96 at 2; 5 and 6 rows lost (0.91-0.92 -> 0.73-0.89,
+ * `compare-rows-stream-b-fills-l3.md`). */
+enum { ROW_FORM_FULL_L3_MAX_M = 4 };
+/* Whether op(B) takes more than half the L3: what stays of it between
+ * row steps is then little, and the streaming row form's long runs pay
+ * for a few rows as they do for B from memory (ROW_FORM_FULL_L3_MAX_M). */
+static bool b_fills_l3(const plan_model *m, const gemm_shape *s)
+{
+    const hw_cache *l3 = hw_data_cache(&m->hw, 3);
+    return l3 && s->K * s->N * (int64_t)sizeof(float) > l3->size_bytes / 2;
+}
+
 static bool row_form_plan(const plan_model *m, const gemm_shape *s)
 {
     if (s->N <= 0 || s->K <= 0 || s->M < 1)
@@ -519,7 +533,8 @@ static bool row_form_plan(const plan_model *m, const gemm_shape *s)
         return s->M == 1;
     if (!b_rows_in_place(s))
         return false;
-    return s->M == 1 || (s->M <= UK_ROW_STREAM_MAX_M && b_streams_from_memory(m, s));
+    return s->M == 1 || (s->M <= UK_ROW_STREAM_MAX_M && b_streams_from_memory(m, s)) ||
+           (s->M <= ROW_FORM_FULL_L3_MAX_M && b_fills_l3(m, s));
 }
 
 /* Row plans: the columns, in whole vectors (pre-packed B: in its
@@ -535,8 +550,8 @@ static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->ntiles = 1;
     p->split = 'N';
     p->threads = threads < p->npanels ? threads : (int)p->npanels;
-    p->b_from_memory =
-        !panels && (b_streams_from_memory(m, s) || row_b_outgrows_l2(m, s, p->threads));
+    p->b_from_memory = !panels && (s->M > 1 || b_streams_from_memory(m, s) ||
+                                   row_b_outgrows_l2(m, s, p->threads));
     for (int t = 0; t <= p->threads; t++)
         p->bounds[t] = p->npanels * t / p->threads;
     set_choice(p, p->kc, 0, PLAN_B_RULES, p->split);
