@@ -346,7 +346,9 @@ static void real_plans_are_covered(void)
                         tiles += r->tiles;
                         ukernel_desc d = {.isa = p.isa, .mr = r->mr, .nv = r->nv,
                                           .a_packed = true};
-                        bad_kernel += r->row   ? !ukernel_row_lookup(p.isa, p.b_from_memory ? UK_ROW_STREAMED : UK_ROW_CACHED)
+                        ukernel_row_form form =
+                            p.b_from_memory ? UK_ROW_STREAMED : UK_ROW_CACHED;
+                        bad_kernel += r->row   ? !ukernel_row_lookup(p.isa, form)
                                       : r->dot ? !ukernel_dot_lookup(p.isa, r->mr, r->nv)
                                                : !ukernel_lookup(&d);
                         bad_thread += r->thread < 0 || r->thread >= p.threads;

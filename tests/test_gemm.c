@@ -670,7 +670,7 @@ static void row_cases(void)
         gc.nan_c = gc.beta == 0.0f;
         run_case(&gc);
     }
-    /* 2-8 rows of a B of 36 MB, over 16 L2s of 2 MiB: the streaming row
+    /* 2-6 rows of a B of 36 MB, over 16 L2s of 2 MiB: the streaming row
      * form for several rows (UK_ROW_STREAM_MAX_M), A strided or
      * transposed, B's and C's rows padded, a ragged last vector. */
     for (int64_t rows = 2; rows <= UK_ROW_STREAM_MAX_M; rows++) {

@@ -491,6 +491,18 @@ static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int thre
     return s->K * cols * (int64_t)sizeof(float) > m->l2_bytes;
 }
 
+/* Whether op(B) takes more than half the L3: what stays of it between
+ * row steps is then little, and the streaming row form's long runs pay
+ * for a few rows (up to ROW_FORM_FULL_L3_MAX_M, see row_form_plan) as
+ * they do for B from memory. */
+static bool b_fills_l3(const plan_model *m, const gemm_shape *s)
+{
+    const hw_cache *l3 = hw_data_cache(&m->hw, 3);
+    return l3 && s->K * s->N * (int64_t)sizeof(float) > l3->size_bytes / 2;
+}
+
+enum { ROW_FORM_FULL_L3_MAX_M = 4 };
+
 /* A few rows of A times B with contiguous rows: the row form, which reads
  * a kilobyte of each row of B in one run (ukernel_template.h), not a
  * tile's quarter kilobyte. Against oneDNN, bench/compare
@@ -514,17 +526,8 @@ static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int thre
  * A B of more than half the L3 takes the form up to 4 rows: 2-4 x 2304 x
  * 768 (7 MB, L3 8 MiB) 0.72-0.90 -> 0.93-1.08 at 1 thread, 0.81-0.92 ->
  * 0.83-0.96 at 2; 5 and 6 rows lost (0.91-0.92 -> 0.73-0.89,
- * `compare-rows-stream-b-fills-l3.md`). */
-enum { ROW_FORM_FULL_L3_MAX_M = 4 };
-/* Whether op(B) takes more than half the L3: what stays of it between
- * row steps is then little, and the streaming row form's long runs pay
- * for a few rows as they do for B from memory (ROW_FORM_FULL_L3_MAX_M). */
-static bool b_fills_l3(const plan_model *m, const gemm_shape *s)
-{
-    const hw_cache *l3 = hw_data_cache(&m->hw, 3);
-    return l3 && s->K * s->N * (int64_t)sizeof(float) > l3->size_bytes / 2;
-}
-
+ * `compare-rows-stream-b-fills-l3.md`). One row over pre-packed B takes
+ * the form across its panels (`compare-packed-row-form.md`). */
 static bool row_form_plan(const plan_model *m, const gemm_shape *s)
 {
     if (s->N <= 0 || s->K <= 0 || s->M < 1)
@@ -550,6 +553,7 @@ static void plan_row(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->ntiles = 1;
     p->split = 'N';
     p->threads = threads < p->npanels ? threads : (int)p->npanels;
+    /* Several rows of A only the streaming body takes. */
     p->b_from_memory = !panels && (s->M > 1 || b_streams_from_memory(m, s) ||
                                    row_b_outgrows_l2(m, s, p->threads));
     for (int t = 0; t <= p->threads; t++)
