@@ -572,6 +572,22 @@ static void batched_cases(void)
             gemm_case_batch(&gc, long_batches[bi], test_rng_range(&r, 0, 5));
             run_on(contexts[c], &gc);
         }
+    /* Batches that outgrow half the last cache, of matrices large enough
+     * that a task running them one after another asks for the next one's
+     * operands meanwhile (ops/gemm.c, batch_prefetches_next): every
+     * transpose, on every context (1 thread; 2 and 3 claiming matrices). */
+    const hw_cache *last = hw_data_cache(hw_default_profile(), 3);
+    if (!last)
+        last = hw_data_cache(hw_default_profile(), 2);
+    int64_t matrix_bytes = (81 * 64 * 2 + 81 * 81) * (int64_t)sizeof(float);
+    int64_t outgrowing = (last ? last->size_bytes : 0) / 2 / matrix_bytes + 2;
+    for (int c = 0; c < N_CTX; c++) {
+        gemm_case gc = gemm_case_tight(trans[c][0], trans[c][1], 81, 81, 64, random_alpha(&r),
+                                       random_beta(&r));
+        gc.nan_c = gc.beta == 0.0f;
+        gemm_case_batch(&gc, outgrowing, test_rng_range(&r, 0, 5));
+        run_on(contexts[c], &gc);
+    }
     /* An attention score block: 12 heads of 64 x 64 over d 64, S = Q K^T
      * with Q, K and S all [64, 12 * 64]. */
     for (int c = 0; c < N_CTX; c++) {

@@ -27,12 +27,15 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/prefetch_next.h"
 
 /* Below this many flops a matrix gains nothing from splitting over threads,
  * so batches of such matrices are split over the batch instead. */
 static const double SMALL_MATRIX_FLOPS = 4e6;
 /* Claims of matrices per task in a batch split over threads. */
 static const int64_t CLAIMS_PER_TASK = 4;
+/* Matrices of fewer flops do not ask for the next (batch_prefetches_next). */
+static const double PREFETCH_NEXT_MIN_FLOPS = 4e5;
 
 /* Progress of one (jc, pc) block of a shared-B run, counted by the tasks:
  * row tiles claimed and done, and the B panels its first tile has packed. */
@@ -48,6 +51,7 @@ typedef struct {
     int64_t stride_a, stride_b, stride_c;
     bool split_batch;     /* tasks take whole matrices, not plan shares, */
     int64_t per_claim;    /* this many at a time from next_matrix */
+    bool prefetch_next;   /* a task asks for matrix i + 1 while i runs */
     float *scratch;       /* per-task slices of scratch_floats */
     int64_t scratch_floats;
     int64_t a_floats, b_floats; /* within a slice: A micro-panel, B block (not shared) */
@@ -310,6 +314,8 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
                    first_tile, &args);
         args.c = c->C + r * c->ldc + col;
         ukernel(&args);
+        if (c->ahead)
+            prefetch_next_step(c->ahead);
         if (publish && copied_as_read)
             atomic_store_explicit(panels_ready, (int)jr + 1, memory_order_release);
         /* The tile is final and still in L1: finish it. */
@@ -466,6 +472,7 @@ static void run_row_panels_share(const gemm_call *c, const gemm_plan *p, int64_t
 static gemm_call batch_entry(const gemm_job *job, int64_t i)
 {
     gemm_call c = *job->call;
+    c.ahead = NULL;
     c.A += i * job->stride_a;
     c.B += i * job->stride_b;
     c.C += i * job->stride_c;
@@ -536,6 +543,22 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
         run_share(c, p, t0, t1, n0, n1, a_buf, b_buf);
 }
 
+/* Matrix i of the batch, run whole by one task, which asks for matrix
+ * `next` (i + 1, if that task runs it next; else -1) meanwhile. */
+static void run_matrix(const gemm_job *job, int64_t i, int64_t next, float *a_buf,
+                       float *b_buf)
+{
+    gemm_call c = batch_entry(job, i);
+    prefetch_next ahead;
+    if (job->prefetch_next && next >= 0) {
+        gemm_call n = batch_entry(job, next);
+        const gemm_plan *p = job->plan;
+        prefetch_next_start(&ahead, &n, p->ntiles * p->npanels * ((c.K + p->kc - 1) / p->kc));
+        c.ahead = &ahead;
+    }
+    run_plan_share(&c, job->plan, 0, a_buf, b_buf);
+}
+
 static void gemm_task(void *opaque, int task, int ntasks)
 {
     gemm_job *job = opaque;
@@ -545,19 +568,23 @@ static void gemm_task(void *opaque, int task, int ntasks)
     if (job->split_batch) {
         /* Matrices a few at a time, so a thread the machine slows down
          * takes fewer of them. */
-        for (int64_t i0; (i0 = atomic_fetch_add(&job->next_matrix, job->per_claim)) < job->batch;)
-            for (int64_t i = i0; i < min64(i0 + job->per_claim, job->batch); i++) {
-                gemm_call c = batch_entry(job, i);
-                run_plan_share(&c, job->plan, 0, a_buf, b_buf);
-            }
+        for (int64_t i0; (i0 = atomic_fetch_add(&job->next_matrix, job->per_claim)) < job->batch;) {
+            int64_t i1 = min64(i0 + job->per_claim, job->batch);
+            for (int64_t i = i0; i < i1; i++)
+                run_matrix(job, i, i + 1 < i1 ? i + 1 : -1, a_buf, b_buf);
+        }
         return;
     }
     for (int64_t i = 0; i < job->batch; i++) {
-        gemm_call c = batch_entry(job, i);
-        if (job->shared_b)
+        if (job->shared_b) {
+            gemm_call c = batch_entry(job, i);
             run_shared_b(job, &c, i, a_buf, job->own_panels ? b_buf : NULL);
-        else
+        } else if (job->plan->threads == 1) {
+            run_matrix(job, i, i + 1 < job->batch ? i + 1 : -1, a_buf, b_buf);
+        } else {
+            gemm_call c = batch_entry(job, i);
             run_plan_share(&c, job->plan, task, a_buf, b_buf);
+        }
     }
 }
 
@@ -571,6 +598,30 @@ static bool batch_spreads_evenly(int64_t batch, int threads)
 {
     int64_t rounds = (batch + threads - 1) / threads;
     return batch >= threads && rounds * threads * 8 <= batch * 9;
+}
+
+/* Whether a task that runs whole matrices of the batch one after another
+ * asks for the next one's operands while this one runs
+ * (ops/prefetch_next.c): where the batch outgrows half the last cache,
+ * so that they come from memory, the next operands fit half the L2
+ * beside this matrix's blocks, and a matrix takes long enough that the
+ * asking costs it little. Through the row tiles' loop only. Against
+ * oneDNN, 1 thread, with / without (bench/compare,
+ * 2026-12-03-compare-prefetch-next-matrix-l2*): attention's 192 heads of
+ * 62-128 tokens 0.99-1.14; asked for everywhere, 12 heads, which stay in
+ * the caches, 0.70-0.94 (12 x (5x64x5) 0.70), and 192 heads of 24-43
+ * tokens, microseconds a matrix, 0.84-0.95. */
+static bool batch_prefetches_next(const op_env *env, const gemm_call *call, int64_t batch,
+                                  const gemm_plan *plan)
+{
+    const hw_cache *last = hw_data_cache(&env->model->hw, 3);
+    int64_t last_bytes = last ? last->size_bytes : env->model->l2_bytes;
+    double flops = 2.0 * (double)call->M * (double)call->N * (double)call->K;
+    int64_t c_bytes = call->M * call->N * (int64_t)sizeof(float);
+    int64_t next_bytes = prefetch_next_bytes(call);
+    return batch > 1 && !plan->dot && !plan->row && flops >= PREFETCH_NEXT_MIN_FLOPS &&
+           next_bytes <= env->model->l2_bytes / 2 &&
+           (double)batch * (double)(next_bytes + c_bytes) > (double)last_bytes / 2;
 }
 
 void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_shape *shape,
@@ -641,6 +692,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         job.per_claim = 1;
 
     job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot;
+    job.prefetch_next = (ntasks == 1 || job.split_batch) && batch_prefetches_next(env, call, batch, plan);
 
     /* Scratch, acquired before anything is written: for every task, one
      * packed A micro-panel and (unless shared) a packed B block; for a

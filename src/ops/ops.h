@@ -47,6 +47,9 @@ typedef struct gemm_call {
     float *C;
     int64_t ldc;
     const tessel_epilogue *epilogue;
+    /* The next matrix of a batch, asked for a few lines after each
+     * ukernel call (ops/prefetch_next.c); NULL for none. */
+    struct prefetch_next *ahead;
 } gemm_call;
 
 /* Packs op(B) (element (p, j) at B[p * b_rs + j * b_cs]) for the model's

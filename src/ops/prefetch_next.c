@@ -1,0 +1,93 @@
+/*
+ * prefetch_next.c - the next matrix of a batch, asked for while this one
+ * runs.
+ *
+ * A batch of attention's matrices larger than the caches (192 heads of
+ * 128 x 64, 12 MB) finds each matrix's A and B in memory when its turn
+ * comes. Its first tiles then pack them miss by miss, a few short rows
+ * at a time, where the hardware prefetchers have little run to follow.
+ * So, while matrix i runs, each ukernel call asks for a few lines of
+ * matrix i+1's operands, spread so that all of them have been asked for
+ * by the middle of matrix i: they arrive while its FMAs keep the core
+ * busy. (AMD EPYC family 23, 1 thread, against oneDNN in the same run:
+ * 192 x (128x128x64) B^T 0.81 -> 0.92, 192 x (100x64x100) 0.86 -> 0.93;
+ * bench/results/2026-12-03-compare-prefetch-next-matrix-l2b.md.)
+ *
+ * The lines go to the L2 (prefetcht1): they are read half a matrix or
+ * more later, and the L1 holds the running matrix's blocks. (Into the L1
+ * measured the same on the batches above, within the noise.)
+ * ops/gemm.c decides where the asking pays (batch_prefetches_next).
+ */
+#include "ops/prefetch_next.h"
+
+enum { LINE_BYTES = 64 };
+
+/* All lines asked for by the 1 / PREFETCH_NEXT_SPEED point of the matrix. */
+static const int64_t PREFETCH_NEXT_SPEED = 2;
+
+/* An op(X) of rows x cols with element (i, j) at x[i * rs + j * cs], as
+ * the contiguous rows it is stored in. Strides other than 1 on both
+ * sides do not come from the API; nothing is asked for then. */
+static prefetch_region region_of(const float *x, int64_t rows, int64_t cols, int64_t rs,
+                                 int64_t cs)
+{
+    prefetch_region r = {.base = (const char *)x};
+    if (cs == 1) {
+        r.rows = rows;
+        r.row_bytes = cols * (int64_t)sizeof(float);
+        r.stride = rs * (int64_t)sizeof(float);
+    } else if (rs == 1) {
+        r.rows = cols;
+        r.row_bytes = rows * (int64_t)sizeof(float);
+        r.stride = cs * (int64_t)sizeof(float);
+    }
+    return r;
+}
+
+/* Lines a row may touch: one more than its bytes fill when it does not
+ * start on a line. */
+static int64_t region_lines(const prefetch_region *r)
+{
+    return r->rows * ((r->row_bytes + LINE_BYTES - 1) / LINE_BYTES + 1);
+}
+
+int64_t prefetch_next_bytes(const gemm_call *next)
+{
+    int64_t a = next->M * next->K, b = next->packed ? 0 : next->K * next->N;
+    return (a + b) * (int64_t)sizeof(float);
+}
+
+void prefetch_next_start(prefetch_next *n, const gemm_call *next, int64_t steps)
+{
+    n->operands[0] = region_of(next->A, next->M, next->K, next->a_rs, next->a_cs);
+    n->operands[1] = next->packed ? (prefetch_region){0}
+                                  : region_of(next->B, next->K, next->N, next->b_rs, next->b_cs);
+    int64_t lines = region_lines(&n->operands[0]) + region_lines(&n->operands[1]);
+    if (steps < 1)
+        steps = 1;
+    n->per_step = (lines * PREFETCH_NEXT_SPEED + steps - 1) / steps;
+    n->part = 0;
+    n->row = 0;
+    n->byte = 0;
+}
+
+void prefetch_next_step(prefetch_next *n)
+{
+    for (int64_t l = 0; l < n->per_step && n->part < 2; l++) {
+        const prefetch_region *r = &n->operands[n->part];
+        if (n->row >= r->rows) {
+            n->part++;
+            n->row = 0;
+            continue;
+        }
+        const char *row = r->base + n->row * r->stride;
+        __builtin_prefetch(row + n->byte, 0, 2);
+        n->byte += LINE_BYTES;
+        /* Past the row's last byte's line: the next row. */
+        if ((uintptr_t)(row + n->byte) / LINE_BYTES >
+            (uintptr_t)(row + r->row_bytes - 1) / LINE_BYTES) {
+            n->row++;
+            n->byte = 0;
+        }
+    }
+}

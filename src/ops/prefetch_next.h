@@ -1,0 +1,38 @@
+/*
+ * prefetch_next.h - the next matrix of a batch, asked for while this one
+ * runs (prefetch_next.c says why). Internal to src/ops/.
+ */
+#ifndef TESSEL_PREFETCH_NEXT_H
+#define TESSEL_PREFETCH_NEXT_H
+
+#include <stdint.h>
+
+#include "ops/ops.h"
+
+/* One operand as rows of contiguous bytes: `rows` rows of `row_bytes`,
+ * `stride` bytes apart. */
+typedef struct {
+    const char *base;
+    int64_t rows, row_bytes, stride;
+} prefetch_region;
+
+/* Where the asking has got to: operand `part` (A, then B), its row `row`,
+ * `byte` bytes along it; `per_step` lines asked for per step. */
+typedef struct prefetch_next {
+    prefetch_region operands[2];
+    int part;
+    int64_t row, byte;
+    int64_t per_step;
+} prefetch_next;
+
+/* Bytes of `next`'s operands that prefetch_next_start would ask for. */
+int64_t prefetch_next_bytes(const gemm_call *next);
+
+/* Sets `n` up to ask for `next`'s A and op(B) (not a pre-packed B) in
+ * about `steps` / PREFETCH_NEXT_SPEED calls of prefetch_next_step. */
+void prefetch_next_start(prefetch_next *n, const gemm_call *next, int64_t steps);
+
+/* Asks for the next few lines; nothing once all have been asked for. */
+void prefetch_next_step(prefetch_next *n);
+
+#endif
