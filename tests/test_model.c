@@ -517,6 +517,21 @@ static void zen1_broadcasts(void)
               (long long)s.N, p.row, p.b_from_memory);
     }
 
+    /* 2 threads, B packed by the call: with four row tiles or more a
+     * thread the split is along M, whose tiles are claimed one at a time,
+     * unless N is predicted more than STATIC_SPLIT_SLACK faster; with
+     * fewer, the rules' split along N stays. */
+    struct { int64_t M, N, K; char split; } splits[] = {
+        {256, 2304, 768, 'M'}, {512, 768, 768, 'M'}, {1600, 2304, 768, 'M'}, {24, 768, 768, 'N'},
+    };
+    for (size_t i = 0; i < sizeof splits / sizeof splits[0]; i++) {
+        gemm_plan p;
+        gemm_shape s = {.M = splits[i].M, .N = splits[i].N, .K = splits[i].K};
+        plan_gemm_choice(&m, &s, 2, &(plan_choice){0}, &p);
+        CHECK(p.split == splits[i].split, "zen1 %lldx%lldx%lld at 2 threads: split %c",
+              (long long)s.M, (long long)s.N, (long long)s.K, p.split);
+    }
+
     hw.broadcast_cycles = 3.0;
     CHECK(plan_model_init(&m, &hw) == 0 && m.nv == 4 && m.mr == 2,
           "broadcasts of 3 cycles: tile %dx%d", m.mr, m.nr);

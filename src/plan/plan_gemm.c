@@ -102,6 +102,18 @@ static const int64_t UNPREFETCHED_MAX_ROWS = 4;
 /* Row tiles a thread from which a split along M of B read in place is
  * charged no ragged end (see the split below). */
 static const int64_t IN_PLACE_M_MIN_TILES = 2;
+/* A split along N is charged this share of its time more where a split
+ * along M would hand out STATIC_SPLIT_MIN_TILES row tiles or more a
+ * thread: its halves are fixed, so the call ends with the slower thread,
+ * and on a shared host one often is; row tiles claimed one at a time let
+ * it take fewer. AMD EPYC family 23, a neighbour on the cores, 2
+ * threads, against oneDNN (bench/compare, 30 bert-base and dietcode
+ * shapes that move): bert-base 0.93-1.01 -> 0.99-1.09, dietcode
+ * 0.87-0.96 -> 0.95-1.05 per round; in one process 256 x 2304 x 768,
+ * 512 x 768 x 768, 128 x 1024 x 4096 took 0.84-0.86 of the time along M,
+ * 100 x 3072 x 768 1.09. */
+static const double STATIC_SPLIT_SLACK = 0.05;
+static const int64_t STATIC_SPLIT_MIN_TILES = 4;
 /* Row tiles up to which deep or square B whose rows do not collide in
  * the L1 is read in place (see b_read_in_place). */
 static const int64_t DEEP_IN_PLACE_MAX_TILES = 4;
@@ -1071,6 +1083,8 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     } else if (waits_on_packer && t_m > 1) {
         cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
     }
+    if (t_n > 1 && p->ntiles >= STATIC_SPLIT_MIN_TILES * t_m)
+        cost_n *= 1.0 + STATIC_SPLIT_SLACK;
     bool along_m = c->split == 'M' || (c->split != 'N' && cost_m <= cost_n);
     p->split = along_m ? 'M' : 'N';
     p->threads = along_m ? t_m : t_n;
