@@ -18,7 +18,8 @@
  * and its own packed B (run_share); one split along M runs one shared B
  * per block and hands out row tiles (run_shared_b). Batches of small
  * matrices, and batches that spread evenly over the threads, instead run
- * whole matrices per thread.
+ * whole matrices per thread, asking for the next one's operands while
+ * one runs where the batch comes from memory (ops/prefetch_next.c).
  */
 #include <stdalign.h>
 #include <stdatomic.h>
