@@ -553,8 +553,8 @@ static void run_matrix(const gemm_job *job, int64_t i, int64_t next, float *a_bu
     prefetch_next ahead;
     if (job->prefetch_next && next >= 0) {
         gemm_call n = batch_entry(job, next);
-        const gemm_plan *p = job->plan;
-        prefetch_next_start(&ahead, &n, p->ntiles * p->npanels * ((c.K + p->kc - 1) / p->kc));
+        /* A one-thread plan: its ukernel calls are the whole matrix's. */
+        prefetch_next_start(&ahead, &n, (int64_t)job->plan->calls);
         c.ahead = &ahead;
     }
     run_plan_share(&c, job->plan, 0, a_buf, b_buf);
