@@ -700,6 +700,47 @@ static void row_cases(void)
     }
 }
 
+/* A few row tiles over a B that no cache keeps (over 16 of the model's
+ * L2s, sized from it): B streamed in place, each block run panels
+ * outermost (ops/gemm.c, run_block_by_panels), the prefetch of the last
+ * panels pointing at the next block. Deep and wide B, A transposed,
+ * strides padded, several k blocks and a ragged last one, a masked last
+ * panel; on every context. The 1-thread plan is checked to stream. */
+static void streamed_b_cases(void)
+{
+    const plan_model *m = api_ctx_model(contexts[1]);
+    int64_t b_floats = 16 * m->l2_bytes / (int64_t)sizeof(float);
+    static const struct {
+        char ta;
+        int64_t M, N, K; /* N or K 0: sized so that B outgrows 16 L2s */
+    } cases[] = {
+        {'N', 7, 601, 0}, {'T', 30, 597, 0}, {'N', 61, 603, 0},
+        {'N', 13, 0, 301}, {'T', 29, 0, 299},
+    };
+    test_rng r = {0x57ea};
+    int streamed = 0;
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        int64_t N = cases[i].N ? cases[i].N : b_floats / cases[i].K + 45;
+        int64_t K = cases[i].K ? cases[i].K : b_floats / cases[i].N + 37;
+        gemm_shape shape = {.M = cases[i].M, .N = N, .K = K, .transa = cases[i].ta == 'T'};
+        gemm_plan p;
+        plan_gemm(m, &shape, 1, &p);
+        streamed += p.b_from_memory && !p.pack_b && !p.row && !p.dot;
+        for (int c = 0; c < N_CTX; c++) {
+            gemm_case gc = gemm_case_tight(cases[i].ta, 'N', cases[i].M, N, K,
+                                           random_alpha(&r), c % 2 ? 0.0f : random_beta(&r));
+            gc.lda = random_ld(&r, a_cols(&gc));
+            gc.ldb = random_ld(&r, b_cols(&gc));
+            gc.ldc = random_ld(&r, gc.N);
+            gc.nan_c = gc.beta == 0.0f;
+            run_on(contexts[c], &gc);
+        }
+    }
+    CHECK(streamed == (int)(sizeof cases / sizeof cases[0]),
+          "%d of %d streamed-B cases planned B streamed in place at 1 thread", streamed,
+          (int)(sizeof cases / sizeof cases[0]));
+}
+
 /* Plans split along M over threads share one packed B per (jc, pc) block
  * and hand out row tiles one at a time (ops/gemm.c): more column blocks
  * than one (N past nc, here 2048 wide at most), several k blocks, a masked
@@ -814,6 +855,7 @@ void suite_gemm(void)
     shared_b_cases();
     narrow_b_cases();
     row_cases();
+    streamed_b_cases();
     direct_and_planned_cases(contexts[2]);
     for (int c = 1; c < N_CTX; c++)
         tessel_ctx_destroy(contexts[c]);

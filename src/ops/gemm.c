@@ -326,14 +326,112 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
     }
 }
 
+/* Whether a share's blocks run panels outermost (run_block_by_panels):
+ * B streamed from memory in place (plan.h, b_from_memory) over at most
+ * PANELS_OUTER_MAX_TILES row tiles. (Calls with an epilogue are on
+ * pre-packed B, never streamed in place.) */
+enum { PANELS_OUTER_MAX_TILES = 16 };
+static bool runs_panels_outer(const gemm_call *c, const gemm_plan *p, int64_t tiles)
+{
+    return p->b_from_memory && !p->pack_b && !c->packed && !c->epilogue && !p->row && !p->dot &&
+           tiles <= PANELS_OUTER_MAX_TILES;
+}
+
+/* One block of B streamed from memory in place, panels outermost: each
+ * B panel (kc rows of one line or two) comes from memory once and serves
+ * every row tile from the L1 before the next is read. Tiles outermost,
+ * the block's first tile asked for all of it from memory in a burst and
+ * the others read it from L2 (or, wider than the L2, from L3), so memory
+ * idled most of the time and then held up the first tile. The A micro-
+ * panels of all the tiles, packed at the start, stay in L1 beside the
+ * panel. */
+static void run_block_by_panels(const gemm_call *c, const gemm_plan *p, const b_block *blk,
+                                const b_block *next, int64_t t0, int64_t t1, float *a_buf,
+                                float *b_buf)
+{
+    /* Panels the prefetch along the rows runs ahead; over the block's
+     * last that many, it asks for the start of the next block's rows
+     * instead, which nothing else would ask for before they are read. */
+    int64_t ahead = p->b_prefetch_along / p->nr;
+    if (ahead < 1)
+        ahead = 1;
+    ukernel_args tile_args[PANELS_OUTER_MAX_TILES];
+    ukernel_fn full_width[PANELS_OUTER_MAX_TILES];
+    int64_t tile_row[PANELS_OUTER_MAX_TILES];
+    int64_t a_stride = round_up(UK_MAX_MR * blk->kb, 16);
+    for (int64_t t = t0; t < t1; t++) {
+        ukernel_args *args = &tile_args[t - t0];
+        int mr;
+        plan_tile_rows(p, t, &tile_row[t - t0], &mr);
+        const float *a = c->A + tile_row[t - t0] * c->a_rs + blk->pc * c->a_cs;
+        args->k = blk->kb;
+        args->m = mr;
+        args->ldc = c->ldc;
+        args->alpha = c->alpha;
+        args->beta = blk->pc == 0 ? c->beta : 1.0f;
+        if (p->pack_a) {
+            float *packed = a_buf + (t - t0) * a_stride;
+            ukernel_pack_a(p->isa, mr, blk->kb, a, c->a_rs, c->a_cs, packed);
+            args->a = packed;
+            args->a_rs = 1;
+            args->a_cs = mr;
+        } else {
+            args->a = a;
+            args->a_rs = c->a_rs;
+            args->a_cs = c->a_cs;
+        }
+        ukernel_desc desc = {.isa = p->isa, .a_packed = p->pack_a, .mr = mr, .nv = p->nv};
+        full_width[t - t0] = ukernel_lookup(&desc);
+    }
+    for (int64_t jr = 0; jr < blk->panels; jr++) {
+        int64_t col = blk->jc + jr * p->nr;
+        int cols = (int)min64(p->nr, blk->nb - jr * p->nr);
+        /* Packs the masked last panel only: full ones are read in place. */
+        prepare_b_panel(c, p, blk, jr, false, b_buf);
+        ukernel_args panel;
+        point_at_b(c, p, blk->jc, jr, cols, blk->pc, blk->kb, b_buf, false, &panel);
+        int64_t wrap = jr - (blk->panels - ahead);
+        if (next && cols == p->nr && wrap >= 0 && panel.b_prefetch)
+            panel.b_prefetch = (next->pc - blk->pc) * c->b_rs + next->jc + wrap * p->nr -
+                               (blk->jc + jr * p->nr);
+        for (int64_t t = t0; t < t1; t++) {
+            ukernel_args *args = &tile_args[t - t0];
+            ukernel_fn ukernel = full_width[t - t0];
+            if (cols < p->nr) {
+                ukernel_desc desc = {.isa = p->isa, .a_packed = p->pack_a, .mr = args->m,
+                                     .nv = panel_width(p, cols) / p->vec};
+                ukernel = ukernel_lookup(&desc);
+            }
+            args->n = cols;
+            args->b = panel.b;
+            args->b_rs = panel.b_rs;
+            args->b_copy = NULL;
+            /* The first tile brings the panel in; the rest find it in L1. */
+            args->b_prefetch = t == t0 ? panel.b_prefetch : 0;
+            args->c = c->C + tile_row[t - t0] * c->ldc + col;
+            ukernel(args);
+        }
+    }
+}
+
 /* The loop nest over one share: row tiles [t0, t1), columns [n0, n1),
  * with B blocks of its own, prepared by the first row tile of each. */
 static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
                       int64_t n0, int64_t n1, float *a_buf, float *b_buf)
 {
+    bool panels_outer = runs_panels_outer(c, p, t1 - t0);
     for (int64_t jc = n0; jc < n1; jc += p->nc)
         for (int64_t pc = 0; pc < c->K; pc += p->kc) {
             b_block blk = make_block(p, jc, min64(p->nc, n1 - jc), pc, min64(p->kc, c->K - pc));
+            if (panels_outer) {
+                int64_t next_pc = pc + p->kc < c->K ? pc + p->kc : 0;
+                int64_t next_jc = next_pc ? jc : jc + p->nc;
+                b_block next = make_block(p, next_jc, min64(p->nc, n1 - next_jc), next_pc,
+                                          min64(p->kc, c->K - next_pc));
+                run_block_by_panels(c, p, &blk, next_jc < n1 ? &next : NULL, t0, t1, a_buf,
+                                    b_buf);
+                continue;
+            }
             for (int64_t t = t0; t < t1; t++)
                 run_tile(c, p, &blk, t, t == t0, NULL, a_buf, b_buf, NULL);
         }
@@ -699,7 +797,12 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
      * packed A micro-panel and (unless shared) a packed B block; for a
      * shared-B run, two B blocks, then every block's progress counters
      * and every row tile's blocks done, in one buffer. */
-    job.a_floats = plan->pack_a ? round_up(UK_MAX_MR * plan->kc + UK_PACK_SLACK, 16) : 0;
+    /* Panels outermost, a micro-panel for every row tile of the share. */
+    int64_t a_panels = runs_panels_outer(call, plan, plan->ntiles) ? plan->ntiles : 1;
+    job.a_floats = plan->pack_a
+                       ? (a_panels - 1) * round_up(UK_MAX_MR * plan->kc, 16) +
+                             round_up(UK_MAX_MR * plan->kc + UK_PACK_SLACK, 16)
+                       : 0;
     int64_t b_cols = round_up(min64(plan->nc, plan->npanels * plan->nr), plan->nr);
     bool b_scratch = !call->packed && !plan->dot && !plan->row;
     int64_t b_floats = b_scratch ? round_up((plan->pack_b ? b_cols : plan->nr) * plan->kc, 16) : 0;
