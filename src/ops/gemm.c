@@ -14,7 +14,10 @@
  *
  * The A micro-panel of tile ir stays in L1 while the B micro-panels stream
  * past it, so each tile writes C along its rows, where hardware prefetchers
- * and the TLB keep up. A plan split along N gives each thread its columns
+ * and the TLB keep up. B streamed from memory in place, over a few row
+ * tiles, turns the last two loops round (run_block_by_panels): each B
+ * panel is read from memory once, for every tile in turn.
+ * A plan split along N gives each thread its columns
  * and its own packed B (run_share); one split along M runs one shared B
  * per block and hands out row tiles (run_shared_b). Batches of small
  * matrices, and batches that spread evenly over the threads, instead run
