@@ -488,20 +488,22 @@ static void zen1_broadcasts(void)
     CHECK(model_tile_verdict(&m, 4, 3).failed == TILE_RULE_PASSES, "zen1: 4x24 rejected");
 
     /* B from memory (9.4 MB, over 16 L2s) in one-line panels: read in
-     * place 64 rows deep, up to 16 tiles of 6 rows where deep, 7 where
-     * wide. */
-    struct { int64_t M, N, K; bool in_place; } streams[] = {
-        {17, 768, 3072, true},  {96, 768, 3072, true},  {97, 768, 3072, false},
-        {42, 3072, 768, true},  {43, 3072, 768, false}, {7, 3072, 768, true},
+     * place 64 rows deep, where deep up to 40 tiles of 6 rows at 1 thread
+     * and 16 at 2, where wide up to 7. */
+    struct { int64_t M, N, K; int threads; bool in_place; } streams[] = {
+        {17, 768, 3072, 1, true},  {96, 768, 3072, 2, true},  {97, 768, 3072, 2, false},
+        {240, 768, 3072, 1, true}, {241, 768, 3072, 1, false},
+        {42, 3072, 768, 1, true},  {43, 3072, 768, 1, false}, {7, 3072, 768, 1, true},
     };
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
         gemm_plan p;
         gemm_shape s = {.M = streams[i].M, .N = streams[i].N, .K = streams[i].K};
-        plan_gemm_choice(&m, &s, 1, &(plan_choice){0}, &p);
+        plan_gemm_choice(&m, &s, streams[i].threads, &(plan_choice){0}, &p);
         CHECK(p.b_from_memory && p.pack_b == !streams[i].in_place &&
                   (p.pack_b || p.kc == 64),
-              "zen1 %lldx%lldx%lld: B %s, kc %lld", (long long)s.M, (long long)s.N,
-              (long long)s.K, p.pack_b ? "packed" : "in place", (long long)p.kc);
+              "zen1 %lldx%lldx%lld, %d threads: B %s, kc %lld", (long long)s.M,
+              (long long)s.N, (long long)s.K, streams[i].threads,
+              p.pack_b ? "packed" : "in place", (long long)p.kc);
     }
     /* A B of more than half the L3 (7 MB of 8 MiB): the streaming row form
      * up to 4 rows; not at 5, nor for a B that leaves half the L3 free. */

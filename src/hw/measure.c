@@ -113,7 +113,10 @@ enum {
  * 0.4 that leaves 6x16 out), one of them beside a GEMM on the other
  * vCPU, so 6x16 and 4x24 changed places from process to process (4x24
  * leaves N = 64 a masked panel: 62x64x62 6% slower); three groups read
- * 0.21-0.24 in all 52 (+0.1 s a probe). */
+ * 0.21-0.24 in all 52 (+0.1 s a probe). Later, in a busier hour, three
+ * read 0.41-0.73 in 2 of 20, and five groups 40 ms apart 0.40-0.97 in 5
+ * of 30 (four in a row): bursts that outlast a probe, where 4x24 is in
+ * fact the faster tile (above). */
 static void measure_broadcast(hw_profile *p, const hw_loops *l)
 {
     static _Alignas(64) float broadcast_src[HW_BROADCAST_FLOATS]; /* same values each call */

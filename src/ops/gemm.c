@@ -330,14 +330,15 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
 }
 
 /* Whether a share's blocks run panels outermost (run_block_by_panels):
- * B streamed from memory in place (plan.h, b_from_memory) over at most
- * PANELS_OUTER_MAX_TILES row tiles. (Calls with an epilogue are on
- * pre-packed B, never streamed in place.) */
+ * B streamed from memory in place (plan.h, b_from_memory). (Calls with an
+ * epilogue are on pre-packed B, never streamed in place.) The row tiles
+ * go PANELS_OUTER_MAX_TILES at a time, so that their A micro-panels stay
+ * in L1 beside the panel; the groups after the first find the block in
+ * L2. */
 enum { PANELS_OUTER_MAX_TILES = 16 };
-static bool runs_panels_outer(const gemm_call *c, const gemm_plan *p, int64_t tiles)
+static bool runs_panels_outer(const gemm_call *c, const gemm_plan *p)
 {
-    return p->b_from_memory && !p->pack_b && !c->packed && !c->epilogue && !p->row && !p->dot &&
-           tiles <= PANELS_OUTER_MAX_TILES;
+    return p->b_from_memory && !p->pack_b && !c->packed && !c->epilogue && !p->row && !p->dot;
 }
 
 /* One block of B streamed from memory in place, panels outermost: each
@@ -430,7 +431,7 @@ static void run_block_by_panels(const gemm_call *c, const gemm_plan *p, const b_
 static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
                       int64_t n0, int64_t n1, float *a_buf, float *b_buf)
 {
-    bool panels_outer = runs_panels_outer(c, p, t1 - t0);
+    bool panels_outer = runs_panels_outer(c, p);
     for (int64_t jc = n0; jc < n1; jc += p->nc)
         for (int64_t pc = 0; pc < c->K; pc += p->kc) {
             b_block blk = make_block(p, jc, min64(p->nc, n1 - jc), pc, min64(p->kc, c->K - pc));
@@ -439,8 +440,12 @@ static void run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_
                 int64_t next_jc = next_pc ? jc : jc + p->nc;
                 b_block next = make_block(p, next_jc, min64(p->nc, n1 - next_jc), next_pc,
                                           min64(p->kc, c->K - next_pc));
-                run_block_by_panels(c, p, &blk, next_jc < n1 ? &next : NULL, t0, t1, a_buf,
-                                    b_buf);
+                for (int64_t g = t0; g < t1; g += PANELS_OUTER_MAX_TILES) {
+                    int64_t g1 = min64(g + PANELS_OUTER_MAX_TILES, t1);
+                    /* The last group runs just before the next block. */
+                    bool last = g1 == t1 && next_jc < n1;
+                    run_block_by_panels(c, p, &blk, last ? &next : NULL, g, g1, a_buf, b_buf);
+                }
                 continue;
             }
             for (int64_t t = t0; t < t1; t++)
@@ -809,7 +814,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
      * shared-B run, two B blocks, then every block's progress counters
      * and every row tile's blocks done, in one buffer. */
     /* Panels outermost, a micro-panel for every row tile of the share. */
-    int64_t a_panels = runs_panels_outer(call, plan, plan->ntiles) ? plan->ntiles : 1;
+    int64_t a_panels = runs_panels_outer(call, plan) ? min64(plan->ntiles, PANELS_OUTER_MAX_TILES) : 1;
     job.a_floats = plan->pack_a
                        ? (a_panels - 1) * round_up(UK_MAX_MR * plan->kc, 16) +
                              round_up(UK_MAX_MR * plan->kc + UK_PACK_SLACK, 16)

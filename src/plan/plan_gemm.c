@@ -121,6 +121,15 @@ static const int64_t DEEP_IN_PLACE_MAX_TILES = 4;
  * B in panels one cache line wide (see b_read_in_place). */
 static const int64_t STREAM_IN_PLACE_MAX_TILES = 7;
 static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES = 16;
+/* At 1 thread deep B streams in place up to this many tiles: past 16
+ * the tiles run in groups (ops/gemm.c, PANELS_OUTER_MAX_TILES), the
+ * later ones reading the block from L2. In one process, AMD EPYC family
+ * 23, time in place / packed rows first: 100, 128, 150, 200, 256 x 768 x
+ * 3072 0.88, 0.91, 0.93, 0.95, 0.96, 300 rows 1.12; 128, 200 x 1024 x
+ * 4096 0.98, 1.00. At 2 threads in place took 1.11-1.47x the time
+ * (100-256 rows), and wide B (x 3072 x 768, its block past the L2)
+ * 1.17-1.25x from 100 rows. */
+static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES_1T = 40;
 /* B that no cache keeps between calls (larger than this many L2s) comes
  * from memory at the speed of the hardware prefetchers, which follow a
  * few dozen streams, one per row. Read in place, its block is a few rows
@@ -804,7 +813,7 @@ static bool b_rows_collide(const plan_model *m, const gemm_shape *s)
  * op(B) contiguous, not pre-packed), else by the rule of the comment
  * below. */
 static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan_choice *c,
-                            int nv, bool small_m)
+                            int nv, bool small_m, int threads)
 {
     if (!b_rows_in_place(s))
         return false;
@@ -831,7 +840,9 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
     if (nv * m->vec * (int64_t)sizeof(float) <= model_l1(m).line_bytes) {
         if (!b_streams_from_memory(m, s))
             return small_m;
-        int64_t tiles = s->K >= s->N ? ONE_LINE_DEEP_STREAM_MAX_TILES : STREAM_IN_PLACE_MAX_TILES;
+        int64_t deep = threads == 1 ? ONE_LINE_DEEP_STREAM_MAX_TILES_1T
+                                    : ONE_LINE_DEEP_STREAM_MAX_TILES;
+        int64_t tiles = s->K >= s->N ? deep : STREAM_IN_PLACE_MAX_TILES;
         return s->M <= tiles * m->mr;
     }
     /* B is packed by the first row tile as it reads it (ops/gemm.c), so
@@ -1010,7 +1021,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
      * next to the product. Packed weights are already in panels. A copy
      * that passes the L2 with its source is capped the same way
      * (copy_passes_l2). */
-    p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m);
+    p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m, threads);
     p->b_from_memory = b_streams_from_memory(m, s);
     bool streams_in_place = !p->pack_b && p->b_from_memory;
     if (streams_in_place) {
