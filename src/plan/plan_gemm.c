@@ -127,8 +127,10 @@ static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES = 16;
  * 23, time in place / packed rows first: 100, 128, 150, 200, 256 x 768 x
  * 3072 0.88, 0.91, 0.93, 0.95, 0.96, 300 rows 1.12; 128, 200 x 1024 x
  * 4096 0.98, 1.00. At 2 threads in place took 1.11-1.47x the time
- * (100-256 rows), and wide B (x 3072 x 768, its block past the L2)
- * 1.17-1.25x from 100 rows. */
+ * (100-256 rows) in a slow spell and 0.89-0.92 in a quiet one, and a
+ * bench/compare against oneDNN swung 0.54-1.46 per round: 2 threads keep
+ * 16 until that is measured. Wide B (x 3072 x 768, its block past the
+ * L2) took 1.17-1.25x from 100 rows. */
 static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES_1T = 40;
 /* B that no cache keeps between calls (larger than this many L2s) comes
  * from memory at the speed of the hardware prefetchers, which follow a
