@@ -36,6 +36,7 @@ typedef struct ukernel_args {
     const float *b;
     int64_t b_rs;
     int64_t b_prefetch; /* floats past each row of B read to prefetch, or 0 */
+    int64_t b_prefetch_steps; /* only the first this many k steps prefetch */
     float *b_copy;   /* where to store the B rows read, packed; or NULL */
     float *c;
     int64_t ldc;

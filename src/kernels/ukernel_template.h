@@ -153,6 +153,7 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
     const int64_t b_rs = args->b_rs;
 
     const int64_t b_ahead = args->b_prefetch;
+    const int64_t prefetch_steps = args->b_prefetch_steps;
     /* Rows of B that do not start on a cache line (a malloc'd matrix is
      * 16-byte aligned) end in one line more than their vectors start in:
      * it is asked for too, or every row waits on it. (64x768x3072, B in
@@ -163,7 +164,7 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
      * compiler knows, and it reloaded k from memory every step. */
     const int64_t k = args->k;
     for (int64_t p = 0; p < k; p++) {
-        if (b_ahead) {
+        if (b_ahead && p < prefetch_steps) {
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
                 __builtin_prefetch(b + b_ahead + v * UK_VEC_FLOATS);

@@ -178,6 +178,28 @@ static bool panel_from_first_tile(const gemm_call *c, const gemm_plan *p, int co
     return !c->packed && (p->pack_b || cols < p->nr);
 }
 
+/* The k steps, from the first, whose prefetch (`ahead` floats past each
+ * row of `rs` floats, a `width`-float row) stays within the `left`
+ * floats from the panel's start to the end of what B is read from. Past
+ * that end lies memory that may not be mapped, or not yet touched, where
+ * a prefetch costs a page walk that finds nothing: AMD EPYC family 23, 1
+ * thread, 8x2304x768 with B in place (its last block's last rows asking
+ * past its end) ran at 17 GF/s where B was followed by untouched pages
+ * and at 25-31 where they had been written, the same plan in one binary;
+ * asking only within B, 24-27 either way. In a plain program (B of its
+ * own malloc), old / new: 8x2304x768 16.8 / 23.7 GF/s, 13 and 16 x 768 x
+ * 768 25.8 / 29.7, 26.3 / 32.3; 512x768x768 and 1024^3 level. bench/run
+ * did not see it: its buffers carry written slack past every matrix. */
+static int64_t prefetch_steps(int64_t ahead, int64_t rs, int width, int64_t left, int64_t kb)
+{
+    if (ahead <= 0)
+        return 0;
+    int64_t last = left - width - ahead; /* step p asks for p * rs + ahead .. + width */
+    if (last < 0)
+        return 0;
+    return min64(kb, last / rs + 1);
+}
+
 /* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide;
  * the first row tile of a block that packs on first use reads full panels
  * in place and leaves them packed in b_buf.
@@ -192,38 +214,52 @@ static bool panel_from_first_tile(const gemm_call *c, const gemm_plan *p, int co
  * and 30-40% at 3 KB and more. B streamed from memory is prefetched
  * along its rows instead (plan_gemm.c, STREAM_PREFETCH_BYTES), wherever
  * they lie. */
-static void point_at_b(const gemm_call *c, const gemm_plan *p, int64_t jc, int64_t jr,
-                       int cols, int64_t pc, int64_t kb, float *b_buf, bool first_tile,
-                       ukernel_args *args)
+static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *blk, int64_t jr,
+                       int cols, float *b_buf, bool first_tile, ukernel_args *args)
 {
-    args->b_rs = panel_width(p, cols);
+    const int64_t jc = blk->jc, pc = blk->pc, kb = blk->kb;
+    const int width = panel_width(p, cols);
+    args->b_rs = width;
     args->b_copy = NULL;
     /* Rows ahead, as the plan says, or floats ahead along each row. */
     int64_t rows_ahead = p->b_prefetch, along = 0;
     bool rows_close = c->b_rs * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
+    /* Floats from the panel's start to the end of what it is read from:
+     * B's last element, the pre-packed weights', the block's packed
+     * panels'. */
+    int64_t col = jc + jr * p->nr;
+    int64_t in_place_left = (c->K - 1 - pc) * c->b_rs + (c->N - col);
+    int64_t left;
     if (first_tile && cols == p->nr && packs_on_first_use(c, p)) {
-        args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
+        args->b = c->B + pc * c->b_rs + col;
         args->b_rs = c->b_rs;
         args->b_copy = b_buf + jr * p->nr * kb;
+        left = in_place_left;
         if (rows_close)
             rows_ahead = 0;
     } else if (c->packed) {
-        int64_t panel = jc / p->nr + jr;
-        args->b = c->packed->data + pc * c->packed->n_padded + panel * p->nr * kb;
+        int64_t at = pc * c->packed->n_padded + col * kb;
+        args->b = c->packed->data + at;
+        left = c->K * c->packed->n_padded - at;
     } else if (p->pack_b) {
+        int64_t last = blk->nb - (blk->panels - 1) * p->nr;
         args->b = b_buf + jr * p->nr * kb;
+        left = ((blk->panels - 1 - jr) * p->nr + panel_width(p, (int)last)) * kb;
         if (p->b_panels_in_l1)
             rows_ahead = 0;
     } else if (cols < p->nr) {
         args->b = b_buf;
+        left = width * kb;
     } else {
-        args->b = c->B + pc * c->b_rs + jc + jr * p->nr;
+        args->b = c->B + pc * c->b_rs + col;
         args->b_rs = c->b_rs;
+        left = in_place_left;
         along = p->b_prefetch_along;
         if (rows_close || plan_b_unprefetched(p, c->b_rs * (int64_t)sizeof(float)))
             rows_ahead = 0;
     }
     args->b_prefetch = along ? along : rows_ahead * args->b_rs;
+    args->b_prefetch_steps = prefetch_steps(args->b_prefetch, args->b_rs, width, left, kb);
 }
 
 /* A shared-B run that reads B in place still packs the masked last panel
@@ -314,8 +350,7 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
         }
         if (publish && !copied_as_read)
             atomic_store_explicit(panels_ready, (int)jr + 1, memory_order_release);
-        point_at_b(c, p, blk->jc, jr, args.n, blk->pc, blk->kb, own_copy ? own->buf : b_buf,
-                   first_tile, &args);
+        point_at_b(c, p, blk, jr, args.n, own_copy ? own->buf : b_buf, first_tile, &args);
         args.c = c->C + r * c->ldc + col;
         ukernel(&args);
         if (c->ahead)
@@ -402,11 +437,13 @@ static void run_block_by_panels(const gemm_call *c, const gemm_plan *p, const b_
         /* Packs the masked last panel only: full ones are read in place. */
         prepare_b_panel(c, p, blk, jr, false, b_buf);
         ukernel_args panel;
-        point_at_b(c, p, blk->jc, jr, cols, blk->pc, blk->kb, b_buf, false, &panel);
+        point_at_b(c, p, blk, jr, cols, b_buf, false, &panel);
         int64_t wrap = jr - (blk->panels - ahead);
-        if (next && cols == p->nr && wrap >= 0 && panel.b_prefetch)
+        if (next && cols == p->nr && wrap >= 0 && panel.b_prefetch) {
             panel.b_prefetch = (next->pc - blk->pc) * c->b_rs + next->jc + wrap * p->nr -
                                (blk->jc + jr * p->nr);
+            panel.b_prefetch_steps = min64(blk->kb, next->kb); /* rows the next block has */
+        }
         for (int64_t t = t0; t < t1; t++) {
             ukernel_args *args = &tile_args[t - t0];
             ukernel_fn ukernel = full_width[t - t0];
@@ -420,6 +457,7 @@ static void run_block_by_panels(const gemm_call *c, const gemm_plan *p, const b_
             args->b_rs = panel.b_rs;
             args->b_copy = NULL;
             args->b_prefetch = panel.b_prefetch;
+            args->b_prefetch_steps = panel.b_prefetch_steps;
             args->c = c->C + tile_row[t - t0] * c->ldc + col;
             ukernel(args);
         }
