@@ -24,7 +24,9 @@ enum { UK_MAX_MR = 16, UK_MAX_NV = 4, UK_DOT_MAX_MR = 4, UK_DOT_MAX_NJ = 8 };
  * n (packed panels are zero-filled there). B read in place has rows far
  * apart, which hardware prefetchers do not follow: with each row p the
  * ukernel asks for the line b_prefetch floats past it (a multiple of b_rs:
- * a row that many steps ahead; or less: further along the same row). With
+ * a row that many steps ahead; or less: further along the same row), in
+ * the first b_prefetch_steps k steps only (the rest would ask past the
+ * end of what B is read from). With
  * b_copy set, the ukernel also stores each row of B it reads at
  * b_copy + p * nr: a full-width B panel read in place comes out packed
  * for the tiles after it. The tile's top-left element of C is c. Only

@@ -14,9 +14,9 @@
  *
  * The A micro-panel of tile ir stays in L1 while the B micro-panels stream
  * past it, so each tile writes C along its rows, where hardware prefetchers
- * and the TLB keep up. B streamed from memory in place, over a few row
- * tiles, turns the last two loops round (run_block_by_panels): each B
- * panel is read from memory once, for every tile in turn.
+ * and the TLB keep up. B streamed from memory in place turns the last two
+ * loops round (run_block_by_panels): each B panel is read from memory
+ * once, for every tile of a group of up to 16 in turn.
  * A plan split along N gives each thread its columns
  * and its own packed B (run_share); one split along M runs one shared B
  * per block and hands out row tiles (run_shared_b). Batches of small
@@ -852,7 +852,8 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
      * shared-B run, two B blocks, then every block's progress counters
      * and every row tile's blocks done, in one buffer. */
     /* Panels outermost, a micro-panel for every row tile of the share. */
-    int64_t a_panels = runs_panels_outer(call, plan) ? min64(plan->ntiles, PANELS_OUTER_MAX_TILES) : 1;
+    int64_t a_panels =
+        runs_panels_outer(call, plan) ? min64(plan->ntiles, PANELS_OUTER_MAX_TILES) : 1;
     job.a_floats = plan->pack_a
                        ? (a_panels - 1) * round_up(UK_MAX_MR * plan->kc, 16) +
                              round_up(UK_MAX_MR * plan->kc + UK_PACK_SLACK, 16)
