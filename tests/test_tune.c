@@ -321,7 +321,10 @@ static void check_calibrated_choice_on(const hw_profile *hw, bool in_place_must_
     if (!m)
         return;
     m->cost.coef[COST_PACK] = 50.0; /* copying made very expensive */
-    gemm_shape s = {.M = 1024, .N = 1024, .K = 1024};
+    /* 128 columns: one column block whether B is packed or read in place
+     * (its block capped to half the L2), so that A is packed as often
+     * either way and only B's copy sets them apart. */
+    gemm_shape s = {.M = 1024, .N = 128, .K = 1024};
     gemm_plan rules, best, p;
     plan_gemm_choice(m, &s, 2, &(plan_choice){0}, &rules);
     plan_gemm(m, &s, 2, &best);

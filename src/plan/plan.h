@@ -54,8 +54,9 @@ int model_l1_ways_for_b(int l1_ways, int mr, int nr);
 int64_t model_kc(const hw_cache *l1, int mr, int nr);
 
 /* Rule 4, one level up: the kc x nc block of B stays in L2 while A
- * micro-panels pass; nc is a multiple of nr. */
-int64_t model_nc(const hw_cache *l2, int64_t kc, int mr, int nr);
+ * micro-panels pass, or in half this CPU's share of the L3 (l3 may be
+ * NULL) where that holds more; nc is a multiple of nr. */
+int64_t model_nc(const hw_cache *l2, const hw_cache *l3, int64_t kc, int mr, int nr);
 
 /* Cycles per k step of one mr x nv tile: the larger of the FMA issue time
  * (with what its mr broadcasts add, broadcast_cycles each), the load issue

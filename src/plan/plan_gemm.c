@@ -1015,7 +1015,7 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     if (c->nc > 0)
         p->nc = (c->nc + p->nr - 1) / p->nr * p->nr;
     else if (c->kc > 0 && s->prepacked_kc == 0 && l2)
-        p->nc = model_nc(l2, p->kc, m->bulk_mr[p->nv], p->nr);
+        p->nc = model_nc(l2, hw_data_cache(&m->hw, 3), p->kc, m->bulk_mr[p->nv], p->nr);
     else
         p->nc = m->nc_for[p->nv];
     /* B with contiguous rows is read in place, its kc x nc block capped to
