@@ -768,6 +768,92 @@ static void streamed_b_cases(void)
     streamed_groups_case(m);
 }
 
+/* Plans split along K (plan_gemm.c, k_split_pays): each thread its rows
+ * of op(B), the partial products summed into C after the run (ops/gemm.c).
+ * Asked for on shapes the reference checks quickly and put in the plan
+ * caches of the 2- and 3-thread contexts: K not a multiple of the
+ * threads, A^T, padded strides, beta 0 over NaN, one row (the row form
+ * within each share), a batch (one matrix at a time), shares that pack B.
+ * Then the rules' own plan for deep B from memory at 2 threads, and,
+ * through the op layer, an epilogue applied after the sum. */
+static void k_split_cases(void)
+{
+    static const struct {
+        char ta;
+        int64_t M, N, K, batch;
+        float alpha, beta;
+    } cases[] = {
+        {'N', 5, 301, 1403, 1, 1.0f, 0.0f}, {'T', 7, 97, 2001, 1, -1.5f, 0.5f},
+        {'N', 1, 517, 999, 1, 0.5f, 0.0f},  {'N', 6, 300, 1401, 3, 1.0f, 1.0f},
+        {'N', 40, 200, 1200, 1, 2.0f, 0.0f},
+    };
+    for (int c = 2; c < N_CTX; c++) {
+        const plan_model *m = api_ctx_model(contexts[c]);
+        int threads = tessel_ctx_threads(contexts[c]);
+        for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+            gemm_shape s = {.M = cases[i].M, .N = cases[i].N, .K = cases[i].K,
+                            .transa = cases[i].ta == 'T'};
+            gemm_plan p;
+            plan_gemm_choice(m, &s, threads, &(plan_choice){.split = 'K'}, &p);
+            CHECK(p.split == 'K' && p.threads == threads && p.bounds[threads] == s.K,
+                  "%lldx%lldx%lld: split %c over %d threads", (long long)s.M, (long long)s.N,
+                  (long long)s.K, p.split, p.threads);
+            plan_key key = plan_key_make(&s, threads);
+            plan_cache_insert(contexts[c]->plans, &key, &p);
+            gemm_case gc = gemm_case_tight(cases[i].ta, 'N', s.M, s.N, s.K, cases[i].alpha,
+                                           cases[i].beta);
+            gc.lda += 3;
+            gc.ldc += 5;
+            if (cases[i].batch > 1)
+                gemm_case_batch(&gc, cases[i].batch, 7);
+            gc.nan_c = gc.beta == 0.0f;
+            run_on(contexts[c], &gc);
+        }
+    }
+
+    const plan_model *m = api_ctx_model(contexts[2]);
+    gemm_shape deep = {.M = 64, .N = 768};
+    deep.K = 16 * m->l2_bytes / (int64_t)sizeof(float) / deep.N * 2;
+    gemm_plan p;
+    plan_gemm(m, &deep, 2, &p);
+    CHECK(p.split == 'K', "64x768x%lld (B over 16 L2s) at 2 threads: split %c", (long long)deep.K,
+          p.split);
+
+    /* An epilogue, which the partial products must not see: bias and GELU
+     * after the sum. */
+    enum { M = 3, N = 70, K = 900 };
+    static float A[M * K], B[K * N], C[M * N], want[M * N], bias[N];
+    test_rng r = {0x4b5};
+    for (int i = 0; i < M * K; i++)
+        A[i] = test_rng_float(&r);
+    for (int i = 0; i < K * N; i++)
+        B[i] = test_rng_float(&r);
+    for (int j = 0; j < N; j++)
+        bias[j] = test_rng_float(&r);
+    for (int i = 0; i < M * N; i++)
+        C[i] = want[i] = NAN;
+    tessel_epilogue epi = {.bias = bias, .activation = TESSEL_ACT_GELU_TANH};
+    gemm_shape s = {.M = M, .N = N, .K = K};
+    plan_gemm_choice(m, &s, 2, &(plan_choice){.split = 'K'}, &p);
+    op_env env = {.model = m, .pool = contexts[2]->pool, .buffers = contexts[2]->buffers,
+                  .threads = 2};
+    gemm_call call = {.M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .A = A, .a_rs = K,
+                      .a_cs = 1, .B = B, .b_rs = N, .b_cs = 1, .C = C, .ldc = N,
+                      .epilogue = &epi};
+    tessel_status st = op_sgemm_plan(&env, &call, &p, 1, 0, 0, 0);
+    ref_sgemm('N', 'N', M, N, K, 1.0f, A, K, B, N, 0.0f, want, N);
+    ref_epilogue(M, N, want, N, bias, epi.activation);
+    double worst = 0.0;
+    for (int i = 0; i < M * N; i++) {
+        double d = fabs((double)C[i] - want[i]);
+        worst = d > worst || d != d ? d : worst;
+    }
+    /* GELU's slope is at most 1.13: the product's bound, a little wider. */
+    double tol = 1.2 * 2.0 * (K + 2) * ldexp(1.0, -24) * 4.0 * (K + 1);
+    CHECK(st == TESSEL_OK && p.split == 'K' && worst <= tol,
+          "3x70x900 split along K with bias and GELU: off by %g (bound %g)", worst, tol);
+}
+
 /* Plans split along M over threads share one packed B per (jc, pc) block
  * and hand out row tiles one at a time (ops/gemm.c): more column blocks
  * than one (N past nc, here 2048 wide at most), several k blocks, a masked
@@ -880,6 +966,7 @@ void suite_gemm(void)
     random_cases(2400);
     large_cases();
     shared_b_cases();
+    k_split_cases();
     narrow_b_cases();
     row_cases();
     streamed_b_cases();

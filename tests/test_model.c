@@ -146,15 +146,22 @@ static void zen4_by_hand(void)
     /* One row times B takes the row form, its vectors of columns split
      * evenly over the threads; not with B^T (dot tiles), nor B packed. */
     gemm_shape one_row = {.M = 1, .N = 3072, .K = 768};
-    plan_gemm_choice(&m, &one_row, 2, &(plan_choice){0}, &p);
-    CHECK(p.row && !p.dot && p.threads == 2 && p.nr == m.vec && p.bounds[1] == 96 &&
-              p.bounds[2] == 192,
-          "1x3072x768 at 2 threads: row form %d, %d threads, columns to %lld and %lld",
+    gemm_shape split_row = {.M = 1, .N = 2048, .K = 768};
+    plan_gemm_choice(&m, &split_row, 2, &(plan_choice){0}, &p);
+    CHECK(p.row && !p.dot && p.split == 'N' && p.threads == 2 && p.nr == m.vec &&
+              p.bounds[1] == 64 && p.bounds[2] == 128,
+          "1x2048x768 at 2 threads: row form %d, %d threads, columns to %lld and %lld",
           p.row, p.threads, (long long)p.bounds[1] * p.nr, (long long)p.bounds[2] * p.nr);
     /* The row form streams B where each thread's columns of it outgrow
      * the L2 (1 MiB on this preset), and reads blocks of its rows where
      * they fit. */
-    CHECK(p.b_from_memory, "1x3072x768 at 2 threads: 4.5 MiB of B a thread, streamed");
+    CHECK(p.b_from_memory, "1x2048x768 at 2 threads: 3 MiB of B a thread, streamed");
+    /* B over 8 L2s: the threads split K instead, each the row form over
+     * its rows of B. */
+    plan_gemm_choice(&m, &one_row, 2, &(plan_choice){0}, &p);
+    CHECK(p.row && p.split == 'K' && p.threads == 2 && p.bounds[1] == 384 && p.bounds[2] == 768,
+          "1x3072x768 at 2 threads: row form %d, split %c, rows of B to %lld and %lld", p.row,
+          p.split, (long long)p.bounds[1], (long long)p.bounds[2]);
     gemm_shape small_row = {.M = 1, .N = 256, .K = 768};
     plan_gemm_choice(&m, &small_row, 1, &(plan_choice){0}, &p);
     CHECK(p.row && !p.b_from_memory, "1x256x768: 768 KiB of B, read in blocks");
@@ -493,7 +500,7 @@ static void zen1_broadcasts(void)
 
     /* B from memory (9.4 MB, over 16 L2s) in one-line panels: read in
      * place 64 rows deep, where deep up to 40 tiles of 6 rows at 1 thread
-     * and 16 at 2, where wide up to 7. */
+     * and 16 at 2 (K split aside: a plan asking for N), where wide up to 7. */
     struct { int64_t M, N, K; int threads; bool in_place; } streams[] = {
         {17, 768, 3072, 1, true},  {96, 768, 3072, 2, true},  {97, 768, 3072, 2, false},
         {240, 768, 3072, 1, true}, {241, 768, 3072, 1, false},
@@ -502,7 +509,7 @@ static void zen1_broadcasts(void)
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
         gemm_plan p;
         gemm_shape s = {.M = streams[i].M, .N = streams[i].N, .K = streams[i].K};
-        plan_gemm_choice(&m, &s, streams[i].threads, &(plan_choice){0}, &p);
+        plan_gemm_choice(&m, &s, streams[i].threads, &(plan_choice){.split = 'N'}, &p);
         CHECK(p.b_from_memory && p.pack_b == !streams[i].in_place &&
                   (p.pack_b || p.kc == 64),
               "zen1 %lldx%lldx%lld, %d threads: B %s, kc %lld", (long long)s.M,
@@ -594,7 +601,7 @@ static void zen3_rules(void)
           "zen3 7x3072x768 streams B, prefetched %d floats along its rows", p.b_prefetch_along);
     for (int64_t rows = 2; rows <= 4; rows++) {
         stream.M = rows;
-        plan_gemm_choice(&m, &stream, 2, &(plan_choice){0}, &p);
+        plan_gemm_choice(&m, &stream, 2, &(plan_choice){.split = 'N'}, &p);
         CHECK(p.row && p.b_from_memory && p.threads == 2 && p.kc == 768,
               "zen3 %lldx3072x768: the streaming row form on %d threads", (long long)rows,
               p.threads);

@@ -301,11 +301,14 @@ int explain_write_svg(const char *path, const explain_picture *pic)
     fprintf(out, "<text x='%.2f' y='22' font-size='14' font-weight='bold'>%lld x %lld x %lld: %s path, %d thread%s"
             "%s%s</text>\n", f.left, (long long)pic->M, (long long)pic->N, (long long)pic->K,
             p->dot ? "dot-product" : "packed", p->threads, p->threads == 1 ? "" : "s",
-            p->threads > 1 ? (p->split == 'M' ? ", split along M" : ", split along N") : "",
+            p->threads == 1  ? ""
+            : p->split == 'M' ? ", split along M"
+            : p->split == 'K' ? ", split along K (every thread the whole grid)"
+                              : ", split along N",
             to_scale ? "" : " (axes not to scale)");
     for (int64_t i = 0; i < pic->nregions; i++)
         svg_region(out, &f, &pic->regions[i]);
-    if (p->threads > 1)
+    if (p->threads > 1 && p->split != 'K')
         svg_threads(out, &f, pic);
     svg_axes(out, &f, pic);
     svg_legend(out, &f, pic);

@@ -96,8 +96,9 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
         return;
     }
     if (p->row) {
-        printf("blocking  none: the row form runs all of K = %lld over C's row%s, reading A "
-               "and B in place\n", (long long)s->K, s->M == 1 ? "" : "s");
+        printf("blocking  none: the row form runs all of %s = %lld over C's row%s, reading A "
+               "and B in place\n", p->split == 'K' ? "a thread's rows of K" : "K",
+               (long long)(p->split == 'K' ? p->kc : s->K), s->M == 1 ? "" : "s");
         return;
     }
     if (s->M == 0 || s->N == 0 || s->K == 0) {
@@ -204,6 +205,17 @@ static void print_threads(const plan_model *m, const gemm_plan *p, const plan_re
                                   : region_tile_cycles(m, &regions[i]) * (double)regions[i].tiles;
         cycles[regions[i].thread] += c;
         total += c;
+    }
+    if (p->split == 'K') {
+        printf("threads   %d, split along K (rows of op(B)): each thread runs the whole grid "
+               "over its rows,\n          reading one stretch of B; the partial products are "
+               "summed into C after\n", p->threads);
+        for (int t = 0; t < p->threads && t < SHOWN; t++)
+            printf("          thread %d: rows of B %lld-%lld\n", t, (long long)p->bounds[t],
+                   (long long)p->bounds[t + 1] - 1);
+        if (p->threads > SHOWN)
+            printf("          ... %d more\n", p->threads - SHOWN);
+        return;
     }
     printf("threads   %d, split along %s:\n", p->threads,
            p->split == 'M' ? "M (row tiles)"

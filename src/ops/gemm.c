@@ -19,7 +19,9 @@
  * once, for every tile of a group of up to 16 in turn.
  * A plan split along N gives each thread its columns
  * and its own packed B (run_share); one split along M runs one shared B
- * per block and hands out row tiles (run_shared_b). Batches of small
+ * per block and hands out row tiles (run_shared_b); one split along K
+ * gives each thread its rows of B over the whole grid (run_k_share) and
+ * sums the partial products into C after the run (sum_partials). Batches of small
  * matrices, and batches that spread evenly over the threads, instead run
  * whole matrices per thread, asking for the next one's operands while
  * one runs where the batch comes from memory (ops/prefetch_next.c).
@@ -58,6 +60,7 @@ typedef struct {
     bool prefetch_next;   /* a task asks for matrix i + 1 while i runs */
     float *scratch;       /* per-task slices of scratch_floats */
     int64_t scratch_floats;
+    float *partials;      /* split along K: M x N for each task after the first */
     int64_t a_floats, b_floats; /* within a slice: A micro-panel, B block (not shared) */
     /* Shared-B runs (plans split along M over threads): two B blocks all
      * tasks use, alternating by block, and each block's progress. */
@@ -647,14 +650,18 @@ static void transpose_narrow_b(const gemm_call *c, float *bt)
     }
 }
 
-/* Runs the plan's share `t` of one matrix. */
+/* Runs the plan's share `t` of one matrix: its part of the grid, or all
+ * of it in a split along K (run_k_share gives it its rows of B). */
 static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float *a_buf,
                            float *b_buf)
 {
+    bool whole = p->split == 'K';
     int64_t t0 = 0, t1 = p->ntiles, n0 = 0, n1 = c->N;
     if (p->row) {
-        n0 = p->bounds[t] * p->nr;
-        n1 = min64(c->N, p->bounds[t + 1] * p->nr);
+        if (!whole) {
+            n0 = p->bounds[t] * p->nr;
+            n1 = min64(c->N, p->bounds[t + 1] * p->nr);
+        }
         if (n0 < n1 && c->packed)
             run_row_panels_share(c, p, n0, n1);
         else if (n0 < n1)
@@ -663,7 +670,8 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
     }
     if (p->dot) {
         int64_t m0 = 0, m1 = c->M;
-        if (p->split == 'M') {
+        if (whole) {
+        } else if (p->split == 'M') {
             m0 = p->bounds[t] * p->dot_mr;
             m1 = min64(c->M, p->bounds[t + 1] * p->dot_mr);
         } else {
@@ -685,7 +693,8 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
         run_dot_share(&with_bt, p, m0, m1, n0, n1);
         return;
     }
-    if (p->split == 'M') {
+    if (whole) {
+    } else if (p->split == 'M') {
         t0 = p->bounds[t];
         t1 = p->bounds[t + 1];
     } else {
@@ -694,6 +703,47 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
     }
     if (t0 < t1 && n0 < n1)
         run_share(c, p, t0, t1, n0, n1, a_buf, b_buf);
+}
+
+/* Share t of a plan split along K (plan_gemm.c, k_split_pays): rows
+ * [bounds[t], bounds[t + 1]) of op(B) times those columns of op(A), over
+ * the whole grid. The first share writes C, scaled by beta; the others
+ * write their partial products, beta 0, into the job's partials, which
+ * sum_partials adds into C after the run. The epilogue waits for that. */
+static void run_k_share(const gemm_job *job, const gemm_call *c, int t, float *a_buf,
+                        float *b_buf)
+{
+    const gemm_plan *p = job->plan;
+    gemm_call share = *c;
+    share.A += p->bounds[t] * c->a_cs;
+    share.B += p->bounds[t] * c->b_rs;
+    share.K = p->bounds[t + 1] - p->bounds[t];
+    share.epilogue = NULL;
+    if (t > 0) {
+        share.C = job->partials + (t - 1) * c->M * c->N;
+        share.ldc = c->N;
+        share.beta = 0.0f;
+    }
+    run_plan_share(&share, p, t, a_buf, b_buf);
+}
+
+/* Adds the partial products of a split along K into C, then applies the
+ * epilogue. */
+static void sum_partials(const gemm_job *job)
+{
+    const gemm_call *c = job->call;
+    int64_t size = c->M * c->N;
+    for (int64_t i = 0; i < c->M; i++) {
+        float *row = c->C + i * c->ldc;
+        for (int t = 1; t < job->plan->threads; t++) {
+            const float *part = job->partials + (t - 1) * size + i * c->N;
+            for (int64_t j = 0; j < c->N; j++)
+                row[j] += part[j];
+        }
+    }
+    if (c->epilogue)
+        ukernel_epilogue(c->C, c->ldc, (int)c->M, (int)c->N, c->epilogue->bias,
+                         c->epilogue->activation);
 }
 
 /* Matrix i of the batch, run whole by one task, which asks for matrix
@@ -734,6 +784,8 @@ static void gemm_task(void *opaque, int task, int ntasks)
             run_shared_b(job, &c, i, a_buf, job->own_panels ? b_buf : NULL);
         } else if (job->plan->threads == 1) {
             run_matrix(job, i, i + 1 < job->batch ? i + 1 : -1, a_buf, b_buf);
+        } else if (job->plan->split == 'K') {
+            run_k_share(job, job->call, task, a_buf, b_buf); /* batch 1 (op_sgemm_plan) */
         } else {
             gemm_call c = batch_entry(job, i);
             run_plan_share(&c, job->plan, task, a_buf, b_buf);
@@ -830,6 +882,18 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         return TESSEL_OK;
     }
 
+    /* A split along K sums each matrix's partial products after its run:
+     * one matrix at a time. */
+    if (plan->split == 'K' && batch > 1) {
+        for (int64_t i = 0; i < batch; i++) {
+            gemm_call c = batch_entry(&job, i);
+            tessel_status st = op_sgemm_plan(env, &c, plan, 1, 0, 0, 0);
+            if (st != TESSEL_OK)
+                return st;
+        }
+        return TESSEL_OK;
+    }
+
     /* A one-thread plan for a batch: whole matrices per thread instead,
      * unless the batch is over before a woken thread would join in. */
     gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K};
@@ -871,7 +935,8 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     bool shares_blocks = job.shared_b && !job.own_panels;
     job.b_floats = shares_blocks ? 0 : b_floats;
     job.scratch_floats = job.a_floats + job.b_floats;
-    size_t float_bytes = (size_t)(job.scratch_floats * ntasks) * sizeof(float);
+    int64_t partial_floats = plan->split == 'K' ? round_up((ntasks - 1) * call->M * call->N, 16) : 0;
+    size_t float_bytes = (size_t)(job.scratch_floats * ntasks + partial_floats) * sizeof(float);
     size_t progress_bytes = 0, tile_bytes = 0;
     if (job.shared_b) {
         if (shares_blocks)
@@ -885,9 +950,10 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     if (!scratch)
         return TESSEL_ERR_NO_MEMORY;
     job.scratch = (float *)scratch;
+    job.partials = job.scratch + job.scratch_floats * ntasks;
     if (job.shared_b) {
         if (shares_blocks) {
-            job.shared_b_bufs[0] = job.scratch + job.scratch_floats * ntasks;
+            job.shared_b_bufs[0] = job.partials + partial_floats;
             job.shared_b_bufs[1] = job.shared_b_bufs[0] + b_floats;
         }
         job.progress = (block_progress *)(scratch + float_bytes);
@@ -905,6 +971,8 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         rt_pool_run(env->pool, gemm_task, &job, ntasks);
     else
         gemm_task(&job, 0, 1);
+    if (plan->split == 'K')
+        sum_partials(&job);
     rt_buffer_release(env->buffers, scratch);
     return TESSEL_OK;
 }

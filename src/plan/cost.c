@@ -100,8 +100,9 @@ static double memory_seconds(const plan_model *m, const gemm_shape *s, const gem
     double l2_bytes = l2 ? (double)l2->size_bytes : 1 << 20;
     double threads = p->threads > 0 ? p->threads : 1;
     double a = (double)s->M * s->K * 4, b = (double)s->K * s->N * 4, c = (double)s->M * s->N * 4;
-    double a_share = p->split == 'M' ? a / threads : a;
-    double b_share = p->split == 'N' ? b / threads : b;
+    /* A split along K gives each thread its columns of A and rows of B. */
+    double a_share = p->split == 'M' || p->split == 'K' ? a / threads : a;
+    double b_share = p->split == 'N' || p->split == 'K' ? b / threads : b;
     if (a_share + b_share + c / threads <= 0.75 * l2_bytes)
         return 0.0;
     double passes = 1.0;
@@ -134,7 +135,7 @@ void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_pla
     f[COST_B_STREAM] = b_bytes / l2;
     f[COST_C] = M * N * 8 * ceil(K / (double)(p->kc > 0 ? p->kc : s->K)) / threads / l2;
     if (p->dot || p->row) {
-        f[COST_A_STREAM] = M * K * 4 / (p->split == 'M' ? threads : 1) / l2;
+        f[COST_A_STREAM] = M * K * 4 / (p->split == 'N' ? 1 : threads) / l2;
         return;
     }
     /* Each thread streams its rows of A once per column block: all of A
@@ -151,7 +152,7 @@ void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_pla
      * every thread. A is packed tile by tile once per column block. */
     double copy_b = p->pack_b && !s->prepacked_kc ? K * N * 8 : 0.0;
     double copy_a = p->pack_a ? M * K * 8 * column_blocks : 0.0;
-    double copied = p->split == 'M' ? (copy_b + copy_a) / threads : copy_a + copy_b / threads;
+    double copied = p->split == 'N' ? copy_a + copy_b / threads : (copy_b + copy_a) / threads;
     f[COST_PACK] = copied / (cm->pack_gbs * 1e9);
 }
 

@@ -130,7 +130,7 @@ typedef struct plan_choice {
                           cheapest per row of that width (bulk_mr) */
     int64_t kc, nc;
     int pack_b;        /* 0 rules, 1 read B in place, 2 pack B */
-    char split;        /* 0 the faster predicted, 'M' or 'N' */
+    char split;        /* 0 the rules', 'M', 'N' or 'K' */
 } plan_choice;
 
 enum { PLAN_B_RULES = 0, PLAN_B_IN_PLACE = 1, PLAN_B_PACKED = 2 };
@@ -178,7 +178,11 @@ typedef struct gemm_plan {
     int64_t npanels;          /* column panels: ceil(N / nr), the last masked;
                                  for dot plans, column tiles ceil(N / dot_nj) */
     /* Thread split: along 'M' (row tiles) or 'N' (column panels); thread t
-     * gets tiles or panels [bounds[t], bounds[t + 1]). */
+     * gets tiles or panels [bounds[t], bounds[t + 1]). Along 'K', thread t
+     * gets rows [bounds[t], bounds[t + 1]) of op(B) (columns of op(A)) and
+     * runs the whole grid over them, the rest of the plan being the
+     * 1-thread plan of M x N x K / threads; the partial products are
+     * summed into C (ops/gemm.c). */
     char split;
     int threads;
     int64_t bounds[PLAN_MAX_THREADS + 1];

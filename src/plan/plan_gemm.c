@@ -941,7 +941,9 @@ static void deepen_kc(const plan_model *m, const gemm_shape *s, gemm_plan *p)
     p->deep_kc = true;
 }
 
-void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
+/* The plan of the M x N grid for `threads` threads split along M or N
+ * (plan_gemm_choice without the split along K). */
+static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
                       const plan_choice *c, gemm_plan *p)
 {
     memset(p, 0, sizeof *p);
@@ -1120,6 +1122,80 @@ void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
     p->predicted_seconds = cost_predict(&m->cost, f);
 }
 
+/* Rows of B (K) a thread takes at the least in a split along K. */
+static const int64_t K_SPLIT_MIN_ROWS = 256;
+/* Most rows of A in a split along K of deep B from memory, and most in
+ * one of any B the L3 or memory feeds (K_SPLIT_B_L2S). */
+static const int64_t K_SPLIT_MAX_ROWS = 512;
+static const int64_t K_SPLIT_TINY_ROWS = 3;
+static const int64_t K_SPLIT_B_L2S = 8;
+
+/* Whether the threads split K instead of M or N: each then reads its own
+ * rows of B, one contiguous stretch, and writes its partial product, the
+ * first thread into C, the others into scratch summed into C after
+ * (ops/gemm.c). Split along N, each thread reads part of every row of B
+ * (a kilobyte and a half of each 3 KB row at 768 columns), which the
+ * prefetchers, which run past a part's end into the other thread's,
+ * serve badly: two threads reading halves of every 3 KB row of 8 MB got
+ * 22 GB/s between them, 74 reading a contiguous half each (AMD EPYC
+ * family 23, 2 vCPUs). Along M, both read all of B. Two threads, each
+ * half of K as a 1-thread call, partial sums added after, against the
+ * library's split along M or N (a program of the public API, GF/s):
+ * 1-3 x 768 x 3072 24.8-40.1 against 9.7-17.4, 8-512 x 768 x 3072 +12 to
+ * +39%, 1-3 x 3072 x 768 +10 to +34%, 1-3 x 2304 x 768 +5 to +17%, 1 x
+ * 1024 x 4096 2x; but 8 x 3072 x 768 -10%, 8-32 x 2304 x 768 -3%, 1-32 x
+ * 768 x 768 (B in the L3) -3 to -9%. So: B deep (K >= 2N) and from
+ * memory, or 1-3 rows of A and B over 8 L2s. Not B^T, whose rows of
+ * B^T (K long) each thread reads whole, nor pre-packed B. */
+static bool k_split_pays(const plan_model *m, const gemm_shape *s, int threads)
+{
+    if (threads < 2 || !b_rows_in_place(s) || s->K / threads < K_SPLIT_MIN_ROWS)
+        return false;
+    int64_t b_bytes = s->K * s->N * (int64_t)sizeof(float);
+    if (s->M <= K_SPLIT_TINY_ROWS && b_bytes > K_SPLIT_B_L2S * m->l2_bytes)
+        return true;
+    return s->M <= K_SPLIT_MAX_ROWS && s->K >= 2 * s->N && b_streams_from_memory(m, s);
+}
+
+/* The split along K: each thread runs the 1-thread plan of its share,
+ * M x N x K / threads; thread t takes rows [bounds[t], bounds[t + 1]) of
+ * B. */
+static void plan_k_split(const plan_model *m, const gemm_shape *s, int threads,
+                         const plan_choice *c, gemm_plan *p)
+{
+    gemm_shape share = *s;
+    share.K = (s->K + threads - 1) / threads;
+    plan_choice inner = *c;
+    inner.split = 0;
+    plan_m_or_n(m, &share, 1, &inner, p);
+    p->split = 'K';
+    p->threads = threads;
+    for (int t = 0; t <= threads; t++)
+        p->bounds[t] = s->K * t / threads;
+    p->choice.split = 'K';
+    double f[COST_NFEATURES];
+    plan_cost_features(m, s, p, f);
+    p->predicted_seconds = cost_predict(&m->cost, f);
+}
+
+void plan_gemm_choice(const plan_model *m, const gemm_shape *s, int threads,
+                      const plan_choice *c, gemm_plan *p)
+{
+    if (threads < 1 || !plan_threads_pay(m, s, 1))
+        threads = 1;
+    if (threads > PLAN_MAX_THREADS)
+        threads = PLAN_MAX_THREADS;
+    bool asked = c->split == 'K' && threads > 1 && b_rows_in_place(s) && s->K >= threads;
+    if (asked || (c->split == 0 && k_split_pays(m, s, threads)))
+        plan_k_split(m, s, threads, c, p);
+    else {
+        plan_choice grid = *c;
+        if (grid.split == 'K') /* asked for where it cannot run: the rules' split */
+            grid.split = 0;
+        plan_m_or_n(m, s, threads, &grid, p);
+    }
+}
+
 int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_choice *out,
                   int max)
 {
@@ -1288,7 +1364,7 @@ int plan_choice_parse(const char *text, plan_choice *out)
         c.pack_b = PLAN_B_IN_PLACE;
     else if (strcmp(b, "rules") != 0)
         return -1;
-    if (strcmp(split, "M") == 0 || strcmp(split, "N") == 0)
+    if (strcmp(split, "M") == 0 || strcmp(split, "N") == 0 || strcmp(split, "K") == 0)
         c.split = split[0];
     else if (strcmp(split, "-") != 0)
         return -1;
