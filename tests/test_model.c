@@ -147,7 +147,7 @@ static void zen4_by_hand(void)
      * evenly over the threads; not with B^T (dot tiles), nor B packed. */
     gemm_shape one_row = {.M = 1, .N = 3072, .K = 768};
     gemm_shape split_row = {.M = 1, .N = 2048, .K = 768};
-    plan_gemm_choice(&m, &split_row, 2, &(plan_choice){0}, &p);
+    plan_gemm_choice(&m, &split_row, 2, &(plan_choice){.split = 'N'}, &p);
     CHECK(p.row && !p.dot && p.split == 'N' && p.threads == 2 && p.nr == m.vec &&
               p.bounds[1] == 64 && p.bounds[2] == 128,
           "1x2048x768 at 2 threads: row form %d, %d threads, columns to %lld and %lld",
@@ -156,8 +156,8 @@ static void zen4_by_hand(void)
      * the L2 (1 MiB on this preset), and reads blocks of its rows where
      * they fit. */
     CHECK(p.b_from_memory, "1x2048x768 at 2 threads: 3 MiB of B a thread, streamed");
-    /* B over 8 L2s: the threads split K instead, each the row form over
-     * its rows of B. */
+    /* By the rules, B over 2 L2s: the threads split K instead, each the
+     * row form over its rows of B. */
     plan_gemm_choice(&m, &one_row, 2, &(plan_choice){0}, &p);
     CHECK(p.row && p.split == 'K' && p.threads == 2 && p.bounds[1] == 384 && p.bounds[2] == 768,
           "1x3072x768 at 2 threads: row form %d, split %c, rows of B to %lld and %lld", p.row,

@@ -1129,6 +1129,8 @@ static const int64_t K_SPLIT_MIN_ROWS = 256;
 static const int64_t K_SPLIT_MAX_ROWS = 512;
 static const int64_t K_SPLIT_TINY_ROWS = 3;
 static const int64_t K_SPLIT_B_L2S = 8;
+/* One row (the row form) splits K for B over this many L2s. */
+static const int64_t K_SPLIT_ROW_B_L2S = 2;
 
 /* Whether the threads split K instead of M or N: each then reads its own
  * rows of B, one contiguous stretch, and writes its partial product, the
@@ -1144,15 +1146,22 @@ static const int64_t K_SPLIT_B_L2S = 8;
  * 1-3 x 768 x 3072 24.8-40.1 against 9.7-17.4, 8-512 x 768 x 3072 +12 to
  * +39%, 1-3 x 3072 x 768 +10 to +34%, 1-3 x 2304 x 768 +5 to +17%, 1 x
  * 1024 x 4096 2x; but 8 x 3072 x 768 -10%, 8-32 x 2304 x 768 -3%, 1-32 x
- * 768 x 768 (B in the L3) -3 to -9%. So: B deep (K >= 2N) and from
- * memory, or 1-3 rows of A and B over 8 L2s. Not B^T, whose rows of
- * B^T (K long) each thread reads whole, nor pre-packed B. */
+ * 768 x 768 (B in the L3) -3 to -9%. In one process (make bench-ab),
+ * split K / the rules' N at 2 threads: one row, which the row form
+ * serves, faster from B of 1 MB up (1 x 512 x 512 +8%, 1 x 768 x 768
+ * +18%, 1 x 512 x 1024 +74%, 1 x 1024 x 1024 +61%), 2-3 rows of 768 x 768
+ * and 1024 x 1024 level to -11%. So: B deep (K >= 2N) and from memory,
+ * 1-3 rows of A and B over 8 L2s, one row and B over 2. Not B^T, whose
+ * rows (K long) each thread reads whole, nor pre-packed B, whose panels
+ * a thread's columns are contiguous stretches of. */
 static bool k_split_pays(const plan_model *m, const gemm_shape *s, int threads)
 {
     if (threads < 2 || !b_rows_in_place(s) || s->K / threads < K_SPLIT_MIN_ROWS)
         return false;
     int64_t b_bytes = s->K * s->N * (int64_t)sizeof(float);
     if (s->M <= K_SPLIT_TINY_ROWS && b_bytes > K_SPLIT_B_L2S * m->l2_bytes)
+        return true;
+    if (s->M == 1 && b_bytes > K_SPLIT_ROW_B_L2S * m->l2_bytes)
         return true;
     return s->M <= K_SPLIT_MAX_ROWS && s->K >= 2 * s->N && b_streams_from_memory(m, s);
 }
