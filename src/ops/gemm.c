@@ -21,10 +21,11 @@
  * and its own packed B (run_share); one split along M runs one shared B
  * per block and hands out row tiles (run_shared_b); one split along K
  * gives each thread its rows of B over the whole grid (run_k_share) and
- * sums the partial products into C after the run (sum_partials). Batches of small
- * matrices, and batches that spread evenly over the threads, instead run
- * whole matrices per thread, asking for the next one's operands while
- * one runs where the batch comes from memory (ops/prefetch_next.c).
+ * sums the partial products into C after the run (sum_partials).
+ * Batches of small matrices, and batches that spread evenly over the
+ * threads, instead run whole matrices per thread, asking for the next
+ * one's operands while one runs where the batch comes from memory
+ * (ops/prefetch_next.c).
  */
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -655,10 +656,9 @@ static void transpose_narrow_b(const gemm_call *c, float *bt)
 static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float *a_buf,
                            float *b_buf)
 {
-    bool whole = p->split == 'K';
     int64_t t0 = 0, t1 = p->ntiles, n0 = 0, n1 = c->N;
     if (p->row) {
-        if (!whole) {
+        if (p->split == 'N') {
             n0 = p->bounds[t] * p->nr;
             n1 = min64(c->N, p->bounds[t + 1] * p->nr);
         }
@@ -670,11 +670,10 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
     }
     if (p->dot) {
         int64_t m0 = 0, m1 = c->M;
-        if (whole) {
-        } else if (p->split == 'M') {
+        if (p->split == 'M') {
             m0 = p->bounds[t] * p->dot_mr;
             m1 = min64(c->M, p->bounds[t + 1] * p->dot_mr);
-        } else {
+        } else if (p->split == 'N') {
             n0 = p->bounds[t] * p->dot_nj;
             n1 = min64(c->N, p->bounds[t + 1] * p->dot_nj);
         }
@@ -693,11 +692,10 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
         run_dot_share(&with_bt, p, m0, m1, n0, n1);
         return;
     }
-    if (whole) {
-    } else if (p->split == 'M') {
+    if (p->split == 'M') {
         t0 = p->bounds[t];
         t1 = p->bounds[t + 1];
-    } else {
+    } else if (p->split == 'N') {
         n0 = p->bounds[t] * p->nr;
         n1 = min64(c->N, p->bounds[t + 1] * p->nr);
     }
@@ -935,7 +933,8 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     bool shares_blocks = job.shared_b && !job.own_panels;
     job.b_floats = shares_blocks ? 0 : b_floats;
     job.scratch_floats = job.a_floats + job.b_floats;
-    int64_t partial_floats = plan->split == 'K' ? round_up((ntasks - 1) * call->M * call->N, 16) : 0;
+    int64_t partial_floats =
+        plan->split == 'K' ? round_up((ntasks - 1) * call->M * call->N, 16) : 0;
     size_t float_bytes = (size_t)(job.scratch_floats * ntasks + partial_floats) * sizeof(float);
     size_t progress_bytes = 0, tile_bytes = 0;
     if (job.shared_b) {

@@ -944,7 +944,7 @@ static void deepen_kc(const plan_model *m, const gemm_shape *s, gemm_plan *p)
 /* The plan of the M x N grid for `threads` threads split along M or N
  * (plan_gemm_choice without the split along K). */
 static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
-                      const plan_choice *c, gemm_plan *p)
+                        const plan_choice *c, gemm_plan *p)
 {
     memset(p, 0, sizeof *p);
     p->isa = m->hw.isa;
@@ -1124,9 +1124,9 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
 
 /* Rows of B (K) a thread takes at the least in a split along K. */
 static const int64_t K_SPLIT_MIN_ROWS = 256;
-/* Most rows of A in a split along K of deep B from memory, and most in
- * one of any B the L3 or memory feeds (K_SPLIT_B_L2S). */
+/* Most rows of A in a split along K of deep B from memory. */
 static const int64_t K_SPLIT_MAX_ROWS = 512;
+/* Up to this many rows of A, any B over K_SPLIT_B_L2S L2s splits K. */
 static const int64_t K_SPLIT_TINY_ROWS = 3;
 static const int64_t K_SPLIT_B_L2S = 8;
 /* One row (the row form) splits K for B over this many L2s. */
