@@ -1126,8 +1126,9 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
 static const int64_t K_SPLIT_MIN_ROWS = 256;
 /* Most rows of A in a split along K of deep B from memory. */
 static const int64_t K_SPLIT_MAX_ROWS = 512;
-/* Up to this many rows of A, any B over K_SPLIT_B_L2S L2s splits K. */
-static const int64_t K_SPLIT_TINY_ROWS = 3;
+/* Up to this many rows of A, any B over K_SPLIT_B_L2S L2s splits K: the
+ * rows the streaming row form takes. */
+static const int64_t K_SPLIT_TINY_ROWS = 6;
 static const int64_t K_SPLIT_B_L2S = 8;
 /* One row (the row form) splits K for B over this many L2s. */
 static const int64_t K_SPLIT_ROW_B_L2S = 2;
@@ -1150,8 +1151,10 @@ static const int64_t K_SPLIT_ROW_B_L2S = 2;
  * split K / the rules' N at 2 threads: one row, which the row form
  * serves, faster from B of 1 MB up (1 x 512 x 512 +8%, 1 x 768 x 768
  * +18%, 1 x 512 x 1024 +74%, 1 x 1024 x 1024 +61%), 2-3 rows of 768 x 768
- * and 1024 x 1024 level to -11%. So: B deep (K >= 2N) and from memory,
- * 1-3 rows of A and B over 8 L2s, one row and B over 2. Not B^T, whose
+ * and 1024 x 1024 level to -11%; 4-6 x 3072 x 768 +31 to +41% and 4 x
+ * 2304 x 768 +59% (where N ran the streaming row form), 5-6 x 2304 x 768
+ * +3-4%, 8 rows level. So: B deep (K >= 2N) and from memory, 1-6 rows of
+ * A and B over 8 L2s, one row and B over 2. Not B^T, whose
  * rows (K long) each thread reads whole, nor pre-packed B, whose panels
  * a thread's columns are contiguous stretches of. */
 static bool k_split_pays(const plan_model *m, const gemm_shape *s, int threads)
