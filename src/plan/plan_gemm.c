@@ -942,17 +942,14 @@ static void deepen_kc(const plan_model *m, const gemm_shape *s, gemm_plan *p)
 }
 
 /* The plan of the M x N grid for `threads` threads split along M or N
- * (plan_gemm_choice without the split along K). */
+ * (plan_gemm_choice without the split along K); `threads` as
+ * plan_gemm_choice has bounded it. */
 static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
                         const plan_choice *c, gemm_plan *p)
 {
     memset(p, 0, sizeof *p);
     p->isa = m->hw.isa;
     p->vec = m->vec;
-    if (threads < 1 || !plan_threads_pay(m, s, 1))
-        threads = 1;
-    if (threads > PLAN_MAX_THREADS)
-        threads = PLAN_MAX_THREADS;
     p->nv = choose_width(m, s, c, threads);
     p->nr = p->nv * m->vec;
 
