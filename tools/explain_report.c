@@ -125,21 +125,20 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
                "micro-panel in L1 for, and each k block costs every tile a call and a pass "
                "over C\n", (long long)(p->nc / p->nr));
     char block[24], l2[24];
-    double cols = (double)(p->nc < s->N ? p->nc : s->N);
-    format_bytes((double)p->kc * cols * sizeof(float), block, sizeof block);
+    double block_bytes = (double)p->kc * (double)(p->nc < s->N ? p->nc : s->N) * sizeof(float);
+    format_bytes(block_bytes, block, sizeof block);
     format_bytes((double)m->l2_bytes, l2, sizeof l2);
     const char *why = !p->nc_half_l2 ? ""
                       : !p->pack_b ? "; capped to half the L2: B is read in place, its rows far "
                                      "apart"
                                    : "; capped to half the L2: the first row tile's copy "
                                      "passes it with its source";
-    bool in_l3 = (double)p->kc * cols * sizeof(float) > (double)m->l2_bytes;
     if (p->b_from_memory && !p->pack_b)
         printf("          nc %lld: B streams from memory in place, a kc x nc block (%s) at a time, "
                "its panels outermost: a panel serves the row tiles (16 at a time) before the next "
                "is read\n",
                (long long)p->nc, block);
-    else if (in_l3)
+    else if (block_bytes > (double)m->l2_bytes)
         printf("          nc %lld: the kc x nc block of B (%s) stays in the L3, past the %s L2, "
                "while A micro-panels pass: A, packed once per block, is packed fewer times\n",
                (long long)p->nc, block, l2);
