@@ -779,14 +779,17 @@ static void planner_invariants(void)
 
     /* A choice of kc alone sizes nc for it: the B block still fits half
      * this CPU's share of the L3 (with the rules' nc it did not). */
-    gemm_shape square = {.M = 2048, .N = 8192, .K = 2048};
-    gemm_plan rules;
-    plan_gemm_choice(&m, &square, 1, &(plan_choice){0}, &rules);
-    plan_gemm_choice(&m, &square, 1, &(plan_choice){.kc = 2 * rules.kc}, &p);
     const hw_cache *l3 = hw_data_cache(&m.hw, 3);
     int64_t bound = m.l2_bytes; /* the L2, or half an L3 share */
     if (l3 && l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1) / 2 > bound)
         bound = l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1) / 2;
+    /* N wide enough that twice the rules' kc by all of N would not fit
+     * (8192 columns fit a 32 MiB L3's share at kc 256) */
+    int64_t wide = 2 * bound / ((int64_t)sizeof(float) * m.kc);
+    gemm_shape square = {.M = 2048, .N = wide > 8192 ? wide : 8192, .K = 2048};
+    gemm_plan rules;
+    plan_gemm_choice(&m, &square, 1, &(plan_choice){0}, &rules);
+    plan_gemm_choice(&m, &square, 1, &(plan_choice){.kc = 2 * rules.kc}, &p);
     /* (the asked kc is evened out over K's blocks, so it may come out a little less) */
     CHECK(p.kc > rules.kc && p.kc <= 2 * rules.kc && p.nc < rules.nc && p.kc * p.nc * 4 <= bound,
           "kc %lld x nc %lld (the rules' %lld x %lld) within %lld bytes", (long long)p.kc,
