@@ -18,10 +18,14 @@
  *  - rule 2, most accumulators within mr nv + nv + 1 <= 32: 14 x 2 = 28
  *    (9 x 3 = 27, 6 x 4 = 24, 16 x 1 = 16). Winner 14 x 32.
  *  - rule 3: C_B = floor(7 / (1 + 14 / 32)) = 4; kc = 4 * 64 * 64 / (32 * 4) = 128;
- *  - rule 4: the A micro-panel 14 * 128 * 4 = 7168 B takes one L2 way, B
- *    gets 8 - 1 - 1 = 6: nc = 6 * 131072 / (128 * 4) = 1536 (32 | 1536);
+ *    but a k step of 14 x 32 reads (14 + 32) * 4 = 184 bytes in 28 cycles
+ *    of FMAs, 6.57 a cycle, at most the 7 the L2 feeds, so A fills the L1
+ *    less a way: kc = 7 * 64 * 64 / (14 * 4) = 512 (with two FMA pipes,
+ *    13.1 a cycle: 128);
+ *  - rule 4: the A micro-panel 14 * 512 * 4 = 28672 B takes one L2 way, B
+ *    gets 8 - 1 - 1 = 6: nc = 6 * 131072 / (512 * 4) = 384 (32 | 384);
  *    half a CPU's share of the L3 (32 MiB / 16 / 2 = 1 MiB) holds more:
- *    nc = 1048576 / (128 * 4) = 2048;
+ *    nc = 1048576 / (512 * 4) = 512;
  *  - A is packed tile by tile from 8 rows up. */
 static void zen4_by_hand(void)
 {
@@ -33,6 +37,13 @@ static void zen4_by_hand(void)
     CHECK(model_l1_ways_for_b(12, 14, 32) == 7, "C_B for 14x32 on 12 ways");
     CHECK(model_kc(l1, 6, 64) == 96, "kc 6x64 = %lld", (long long)model_kc(l1, 6, 64));
     CHECK(model_kc(l1, 14, 32) == 128, "kc 14x32 = %lld", (long long)model_kc(l1, 14, 32));
+    CHECK(fabs(model_panel_bytes_per_cycle(14, 32, 16, 1) - 184.0 / 28) < 1e-12 &&
+              fabs(model_panel_bytes_per_cycle(6, 16, 8, 1) - 88.0 / 12) < 1e-12,
+          "panel bytes a cycle: 14x32 one pipe 6.57, 6x16 (AVX2) one pipe 7.33");
+    CHECK(model_tile_kc(l1, 14, 32, 16, 1) == 512, "14x32 one pipe: kc %lld",
+          (long long)model_tile_kc(l1, 14, 32, 16, 1));
+    CHECK(model_tile_kc(l1, 14, 32, 16, 2) == 128 && model_tile_kc(l1, 6, 16, 8, 1) == 320,
+          "14x32 on two pipes, 6x16 on one: the L1 rule's kc");
     CHECK(model_registers(14, 2) == 31 && model_registers(9, 3) == 31, "register counts");
     CHECK(model_hides_latency(1, 4, 4, 1) && !model_hides_latency(1, 3, 4, 1), "latency rule");
     CHECK(model_fits_load_ports(6, 2, 2, 2) && !model_fits_load_ports(14, 1, 2, 2),
@@ -46,8 +57,8 @@ static void zen4_by_hand(void)
     plan_model m;
     CHECK(plan_model_init(&m, &hw) == 0, "zen4 model builds");
     CHECK(m.mr == 14 && m.nv == 2 && m.nr == 32, "zen4 tile %dx%d", m.mr, m.nr);
-    CHECK(m.kc == 128, "zen4 kc %lld", (long long)m.kc);
-    CHECK(m.nc == 2048, "zen4 nc %lld", (long long)m.nc);
+    CHECK(m.kc == 512, "zen4 kc %lld", (long long)m.kc);
+    CHECK(m.nc == 512, "zen4 nc %lld", (long long)m.nc);
     gemm_shape tall = {.M = 97, .N = 640, .K = 100};
     gemm_plan p;
     plan_gemm(&m, &tall, 1, &p);
@@ -336,14 +347,15 @@ static void zen4_by_hand(void)
           "1.88 FMAs a cycle: 16x16 fails the load ports, 14x32 passes");
 
     /* One row tile (of more than one row: one row takes the row form):
-     * K whole (kc 128 otherwise) up to 768 rows, while the tile's A rows
-     * fit half the L1 (16 KiB) and B three quarters of the L2 (768 KiB). */
-    gemm_shape one_tile = {.M = 2, .N = 384, .K = 384}; /* B 576 KiB */
+     * K whole (kc 384 otherwise, 512 evened over 768) up to 768 rows,
+     * while the tile's A rows fit half the L1 (16 KiB) and B three
+     * quarters of the L2 (768 KiB). */
+    gemm_shape one_tile = {.M = 2, .N = 192, .K = 768}; /* B 576 KiB */
     plan_gemm(&m, &one_tile, 1, &p);
-    CHECK(p.whole_k && p.kc == 384, "2x384x384: kc %lld", (long long)p.kc);
-    one_tile.M = 11; /* A rows 16.5 KiB */
+    CHECK(p.whole_k && p.kc == 768, "2x192x768: kc %lld", (long long)p.kc);
+    one_tile.M = 6; /* A rows 18 KiB */
     plan_gemm(&m, &one_tile, 1, &p);
-    CHECK(p.ntiles == 1 && !p.whole_k && p.kc < 384, "11x384x384: kc %lld", (long long)p.kc);
+    CHECK(p.ntiles == 1 && !p.whole_k && p.kc < 768, "6x192x768: kc %lld", (long long)p.kc);
     /* At most 12 B panels a thread, the rules' kc doubled (deepen_kc),
      * the thread's block of B within half the L2; 24 panels keep it. */
     gemm_shape few_panels = {.M = 64, .N = 384, .K = 3072};
@@ -357,7 +369,9 @@ static void zen4_by_hand(void)
     gemm_shape split_n = {.M = 32, .N = 768, .K = 768};
     plan_choice along_n = {.split = 'N'};
     plan_gemm_choice(&m, &split_n, 2, &along_n, &p);
-    CHECK(p.split == 'N' && p.deep_kc && p.nc <= 384,
+    /* Here the rules' kc (384 over K 768) is already as deep as the
+     * thread's half of the L2 allows, so it is not deepened further. */
+    CHECK(p.split == 'N' && p.kc == 384 && p.nc <= 384,
           "32x768x768 along N on 2 threads: kc %lld, nc %lld", (long long)p.kc,
           (long long)p.nc);
     gemm_shape deep = {.M = 2, .N = 96, .K = 1536}; /* B 576 KiB */

@@ -108,11 +108,20 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
     int mr = m->bulk_mr[p->nv];
     tile_verdict v = model_tile_verdict(m, mr, p->nv);
     int64_t kblocks = (s->K + p->kc - 1) / p->kc;
-    printf("blocking  kc %lld: K = %lld as %lld block%s of %s%lld; the model's kc %lld "
-           "keeps the %d x kc A micro-panel in L1 while %d-wide B panels stream through %d "
-           "of its %d ways (one spare)\n", (long long)p->kc, (long long)s->K,
-           (long long)kblocks, kblocks == 1 ? "" : "s", s->K % p->kc ? "at most " : "",
-           (long long)p->kc, (long long)v.kc, mr, p->nr, v.l1_ways_for_b, v.l1_ways);
+    printf("blocking  kc %lld: K = %lld as %lld block%s of %s%lld; ", (long long)p->kc,
+           (long long)s->K, (long long)kblocks, kblocks == 1 ? "" : "s",
+           s->K % p->kc ? "at most " : "", (long long)p->kc);
+    if (m->kc_for[p->nv] > v.kc)
+        printf("the model's kc %lld: the L2 feeds the %d x kc A and kc x %d B micro-panels "
+               "as fast as the FMAs use them (%.1f bytes a cycle), so A fills the L1 less a "
+               "way: fewer k blocks than the L1 rule's kc %lld\n",
+               (long long)m->kc_for[p->nv], mr, p->nr,
+               model_panel_bytes_per_cycle(mr, p->nr, m->vec, m->hw.fma_per_cycle),
+               (long long)v.kc);
+    else
+        printf("the model's kc %lld keeps the %d x kc A micro-panel in L1 while %d-wide B "
+               "panels stream through %d of its %d ways (one spare)\n", (long long)v.kc, mr,
+               p->nr, v.l1_ways_for_b, v.l1_ways);
     if (p->whole_k && p->ntiles == 1)
         printf("          K whole: one row tile reads each B panel once, so no other tile "
                "would find the B block in the L2; one k block saves a pass over C\n");

@@ -86,6 +86,38 @@ int64_t model_kc(const hw_cache *l1, int mr, int nr)
     return (int64_t)ways_b * cache_sets(l1) * l1->line_bytes / (nr * (int64_t)sizeof(float));
 }
 
+/* A tile that asks the L2 for at most this many bytes a cycle of A and B
+ * together has them fed from there as fast as its FMAs use them (an L2
+ * delivers 32 bytes a cycle on x86 cores since Haswell and Zen 1, the
+ * probe read 32 here; the bound is under a quarter of that), so its A micro-panel need not stay in the
+ * L1 while B streams by, and kc deepens until A alone fills the L1 less
+ * a way: half the k blocks, so half the ukernel calls and passes over C.
+ * AMD EPYC family 25 (Zen 4, one 512-bit FMA a cycle): 14x32 asks 6.6
+ * bytes a cycle; in one process, time with kc 384-512 / the L1 rule's
+ * 128, 1 thread: 2048^3 0.92, 1024^3 0.96, 512x3072x768 0.95, 14x3072x768
+ * 0.95, 128x3072x768 0.96-0.98, 512x768x3072 0.96-0.97, 64x768x768 0.99;
+ * 2 threads: 2048^3 0.92, 512x768x3072 0.95, 512x3072x768 and 300x2304x768
+ * 0.97. The Xeon's 14x32 on two pipes asks 13.1, and there twice the L1
+ * rule's kc measured level; AMD EPYC family 23's 6x16 asks 7.3 and was
+ * not measured deeper, so the bound sits below it. */
+static const double L2_FED_BYTES_PER_CYCLE = 7.0;
+
+double model_panel_bytes_per_cycle(int mr, int nr, int vec, double fma_per_cycle)
+{
+    double fma_cycles = (double)mr * nr / vec / fma_per_cycle;
+    return (mr + nr) * (double)sizeof(float) / fma_cycles;
+}
+
+int64_t model_tile_kc(const hw_cache *l1, int mr, int nr, int vec, double fma_per_cycle)
+{
+    int64_t kc = model_kc(l1, mr, nr);
+    if (kc <= 0 || model_panel_bytes_per_cycle(mr, nr, vec, fma_per_cycle) > L2_FED_BYTES_PER_CYCLE)
+        return kc;
+    int64_t deep = (int64_t)(l1->ways - 1) * cache_sets(l1) * l1->line_bytes /
+                   (mr * (int64_t)sizeof(float));
+    return deep > kc ? deep : kc;
+}
+
 int64_t model_nc(const hw_cache *l2, const hw_cache *l3, int64_t kc, int mr, int nr)
 {
     int64_t way_bytes = cache_sets(l2) * l2->line_bytes;
@@ -412,14 +444,15 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     if (m->mr == 0 || m->dot_mr == 0)
         return -1;
     m->nr = m->nv * m->vec;
-    m->kc = model_kc(&l1, m->mr, m->nr);
+    m->kc = model_tile_kc(&l1, m->mr, m->nr, m->vec, m->hw.fma_per_cycle);
     m->nc = model_nc(&l2, l3, m->kc, m->mr, m->nr);
     m->l2_bytes = l2.size_bytes;
     build_row_dp(m);
     for (int nv = 1; nv <= UK_MAX_NV; nv++) {
         if (m->bulk_mr[nv] == 0)
             continue;
-        m->kc_for[nv] = model_kc(&l1, m->bulk_mr[nv], nv * m->vec);
+        m->kc_for[nv] =
+            model_tile_kc(&l1, m->bulk_mr[nv], nv * m->vec, m->vec, m->hw.fma_per_cycle);
         if (m->kc_for[nv] <= 0)
             m->kc_for[nv] = m->kc;
         m->nc_for[nv] = model_nc(&l2, l3, m->kc_for[nv], m->bulk_mr[nv], nv * m->vec);

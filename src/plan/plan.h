@@ -53,6 +53,17 @@ int model_l1_ways_for_b(int l1_ways, int mr, int nr);
 /* kc = C_B * N1 * C1 / (nr * sizeof(float)); 0 if C_B is 0. */
 int64_t model_kc(const hw_cache *l1, int mr, int nr);
 
+/* The bytes of A and B micro-panels a k step of an mr x nr tile reads,
+ * per cycle of its FMAs: (mr + nr) * sizeof(float) * pipes / (mr * nr /
+ * vector floats). */
+double model_panel_bytes_per_cycle(int mr, int nr, int vec, double fma_per_cycle);
+
+/* The kc the planner uses for a tile: rule 3's, or, where the L2 feeds
+ * both micro-panels at the tile's pace (model_panel_bytes_per_cycle at
+ * most L2_FED_BYTES_PER_CYCLE, model.c), the deeper kc of an A
+ * micro-panel that takes every L1 way but one. 0 if rule 3 gives 0. */
+int64_t model_tile_kc(const hw_cache *l1, int mr, int nr, int vec, double fma_per_cycle);
+
 /* Rule 4, one level up: the kc x nc block of B stays in L2 while A
  * micro-panels pass, or in half this CPU's share of the L3 (l3 may be
  * NULL) where that holds more; nc is a multiple of nr. */
