@@ -108,10 +108,15 @@ double model_panel_bytes_per_cycle(int mr, int nr, int vec, double fma_per_cycle
     return (mr + nr) * (double)sizeof(float) / fma_cycles;
 }
 
+bool model_l2_feeds_tile(int mr, int nr, int vec, double fma_per_cycle)
+{
+    return model_panel_bytes_per_cycle(mr, nr, vec, fma_per_cycle) <= L2_FED_BYTES_PER_CYCLE;
+}
+
 int64_t model_tile_kc(const hw_cache *l1, int mr, int nr, int vec, double fma_per_cycle)
 {
     int64_t kc = model_kc(l1, mr, nr);
-    if (kc <= 0 || model_panel_bytes_per_cycle(mr, nr, vec, fma_per_cycle) > L2_FED_BYTES_PER_CYCLE)
+    if (kc <= 0 || !model_l2_feeds_tile(mr, nr, vec, fma_per_cycle))
         return kc;
     int64_t deep = (int64_t)(l1->ways - 1) * cache_sets(l1) * l1->line_bytes /
                    (mr * (int64_t)sizeof(float));
@@ -445,6 +450,7 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
         return -1;
     m->nr = m->nv * m->vec;
     m->kc = model_tile_kc(&l1, m->mr, m->nr, m->vec, m->hw.fma_per_cycle);
+    m->l2_feeds_tile = model_l2_feeds_tile(m->mr, m->nr, m->vec, m->hw.fma_per_cycle);
     m->nc = model_nc(&l2, l3, m->kc, m->mr, m->nr);
     m->l2_bytes = l2.size_bytes;
     build_row_dp(m);

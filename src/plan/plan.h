@@ -58,10 +58,14 @@ int64_t model_kc(const hw_cache *l1, int mr, int nr);
  * vector floats). */
 double model_panel_bytes_per_cycle(int mr, int nr, int vec, double fma_per_cycle);
 
+/* Whether the L2 feeds an mr x nr tile's A and B micro-panels at its
+ * pace: model_panel_bytes_per_cycle at most L2_FED_BYTES_PER_CYCLE
+ * (model.c). */
+bool model_l2_feeds_tile(int mr, int nr, int vec, double fma_per_cycle);
+
 /* The kc the planner uses for a tile: rule 3's, or, where the L2 feeds
- * both micro-panels at the tile's pace (model_panel_bytes_per_cycle at
- * most L2_FED_BYTES_PER_CYCLE, model.c), the deeper kc of an A
- * micro-panel that takes every L1 way but one. 0 if rule 3 gives 0. */
+ * it (model_l2_feeds_tile), the deeper kc of an A micro-panel that takes
+ * every L1 way but one. 0 if rule 3 gives 0. */
 int64_t model_tile_kc(const hw_cache *l1, int mr, int nr, int vec, double fma_per_cycle);
 
 /* Rule 4, one level up: the kc x nc block of B stays in L2 while A
@@ -87,6 +91,8 @@ typedef struct plan_model {
      * the other rules pass: the broadcast rule's baseline. */
     double least_broadcast_share;
     int64_t kc, nc;
+    /* The L2 feeds the main tile at its pace (model_l2_feeds_tile). */
+    bool l2_feeds_tile;
     /* The same rules for a main tile of each width (its bulk height):
      * what a plan gets when it is given another width. */
     int64_t kc_for[UK_MAX_NV + 1], nc_for[UK_MAX_NV + 1];

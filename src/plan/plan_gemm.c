@@ -117,6 +117,19 @@ static const int64_t STATIC_SPLIT_MIN_TILES = 4;
 /* Row tiles up to which deep or square B whose rows do not collide in
  * the L1 is read in place (see b_read_in_place). */
 static const int64_t DEEP_IN_PLACE_MAX_TILES = 4;
+/* Where the L2 feeds the main tile at its pace (model_l2_feeds_tile), B's
+ * panels read in place from the L2 and L3 keep up with it too, and the
+ * copy is the cost without the gain for more row tiles, wide B, deep B,
+ * or rows colliding in the L1 alike. AMD EPYC family 25 (Zen 4, one
+ * 512-bit FMA a cycle), time in place / packed (the rules' plan) in one
+ * process, 1 thread: 31, 43, 64, 80 x 3072 x 768 0.78-0.92, 0.88,
+ * 0.97, 0.92; 43, 64, 100 x 2304 x 768 0.92, 0.95, 0.98; 64, 80, 128 x
+ * 768 x 3072 0.94-0.97; 64x1024x1024 0.94, 40x4096x1024 0.97; 128 x 768
+ * x 768, 2304 x 768, 3072 x 768 0.98, 1.00, 1.00; from 200 rows on
+ * 1.01-1.045. 2 threads: 31-100 x 3072 x 768 0.87-0.91, 43-100 x 2304 x
+ * 768 0.94-0.97, 100 x 768 x 3072 0.88, 100x768x768 0.93, 40x4096x1024
+ * 0.94, 64x1024x1024 0.96. */
+static const int64_t L2_FED_IN_PLACE_MAX_TILES = 10;
 /* Row tiles up to which B streamed from memory is read in place, and deep
  * B in panels one cache line wide (see b_read_in_place). */
 static const int64_t STREAM_IN_PLACE_MAX_TILES = 7;
@@ -872,6 +885,8 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * 1.00, 0.96 / 0.98, 0.94 / 0.96. */
     if (b_streams_from_memory(m, s))
         return s->M <= STREAM_IN_PLACE_MAX_TILES * m->mr;
+    if (m->l2_feeds_tile && s->M <= L2_FED_IN_PLACE_MAX_TILES * m->mr)
+        return true;
     if (s->N > s->K || b_rows_collide(m, s))
         return small_m;
     return s->M <= DEEP_IN_PLACE_MAX_TILES * m->mr;
