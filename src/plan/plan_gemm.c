@@ -130,6 +130,13 @@ static const int64_t DEEP_IN_PLACE_MAX_TILES = 4;
  * 768 0.94-0.97, 100 x 768 x 3072 0.88, 100x768x768 0.93, 40x4096x1024
  * 0.94, 64x1024x1024 0.96. */
 static const int64_t L2_FED_IN_PLACE_MAX_TILES = 10;
+/* On more threads B read in place spares them the shared copy and its
+ * wait further: Zen 4, 2 threads, in place split M / packed (the rules'
+ * plan): 255^3 0.90, 256^3 0.885, 384^3 0.97, 512^3 0.955, 300 and 384
+ * x 768 x 768 0.98, 512x768x768 0.81, 300x2304x768 0.96, 384x1024x1024
+ * 0.975, 512x1024x1024 and 300x768x3072 0.99-1.00; 512x3072x768 1.01,
+ * 1000^3 1.06, 1024^3 1.03, 2048^3 1.08. Hence up to 512 rows. */
+static const int64_t L2_FED_IN_PLACE_MAX_TILES_THREADS = 37;
 /* Row tiles up to which B streamed from memory is read in place, and deep
  * B in panels one cache line wide (see b_read_in_place). */
 static const int64_t STREAM_IN_PLACE_MAX_TILES = 7;
@@ -885,7 +892,9 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * 1.00, 0.96 / 0.98, 0.94 / 0.96. */
     if (b_streams_from_memory(m, s))
         return s->M <= STREAM_IN_PLACE_MAX_TILES * m->mr;
-    if (m->l2_feeds_tile && s->M <= L2_FED_IN_PLACE_MAX_TILES * m->mr)
+    int64_t l2_fed_tiles = threads > 1 ? L2_FED_IN_PLACE_MAX_TILES_THREADS
+                                       : L2_FED_IN_PLACE_MAX_TILES;
+    if (m->l2_feeds_tile && s->M <= l2_fed_tiles * m->mr)
         return true;
     if (s->N > s->K || b_rows_collide(m, s))
         return small_m;
