@@ -89,9 +89,10 @@ int64_t model_kc(const hw_cache *l1, int mr, int nr)
 /* A tile that asks the L2 for at most this many bytes a cycle of A and B
  * together has them fed from there as fast as its FMAs use them (an L2
  * delivers 32 bytes a cycle on x86 cores since Haswell and Zen 1, the
- * probe read 32 here; the bound is under a quarter of that), so its A micro-panel need not stay in the
- * L1 while B streams by, and kc deepens until A alone fills the L1 less
- * a way: half the k blocks, so half the ukernel calls and passes over C.
+ * probe read 32 here; the bound is under a quarter of that), so its A
+ * micro-panel need not stay in the L1 while B streams by, and kc deepens
+ * until A alone fills the L1 less a way: fewer k blocks, so fewer ukernel
+ * calls and passes over C.
  * AMD EPYC family 25 (Zen 4, one 512-bit FMA a cycle): 14x32 asks 6.6
  * bytes a cycle; in one process, time with kc 384-512 / the L1 rule's
  * 128, 1 thread: 2048^3 0.92, 1024^3 0.96, 512x3072x768 0.95, 14x3072x768
