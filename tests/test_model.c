@@ -210,11 +210,10 @@ static void zen4_by_hand(void)
     /* B is packed past a few row tiles. Where the L2 feeds the tile at
      * its pace (one FMA pipe: 6.6 bytes a cycle) from 11 tiles (141 rows
      * of 14) at 1 thread and 38 (519 rows) at more, whatever B's shape;
-     * with two FMA pipes, at any thread count,
-     * (13.1 bytes a cycle), deep or square B from 5 tiles (57 rows), B
-     * wider than deep or whose rows collide in the L1 (4 KiB apart, 1024
-     * floats) from 3 tiles (29 rows); rows 3 KiB apart (768 floats) do
-     * not collide. */
+     * with two FMA pipes (13.1 bytes a cycle), at any thread count, deep
+     * or square B from 5 tiles (57 rows), B wider than deep or whose rows
+     * collide in the L1 (4 KiB apart, 1024 floats) from 3 tiles (29
+     * rows); rows 3 KiB apart (768 floats) do not collide. */
     hw_profile two_pipes = hw;
     two_pipes.fma_per_cycle = 2.0;
     plan_model m2;

@@ -1327,10 +1327,10 @@ bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules,
      * it): past the rules' kc the A micro-panel no longer stays (or
      * no longer fits) in L1 while B streams by, which no feature sees,
      * while the fitted weight of C (1.1-3.3 in today's calibrations)
-     * makes halving the passes over C look like a gain. It was the model's plan in most of
-     * its misses; without it, 140 of the 179 gemm.txt shapes were within
-     * 5% of the best of the top 8 at 2 threads, against 124-128 in three
-     * runs with it. */
+     * makes halving the passes over C look like a gain. It was the
+     * model's plan in most of its misses; without it, 140 of the 179
+     * gemm.txt shapes were within 5% of the best of the top 8 at 2
+     * threads, against 124-128 in three runs with it. */
     bool deeper = v->kc > m->kc;
     return !(b_or_split || other_width || deeper);
 }
