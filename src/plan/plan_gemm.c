@@ -67,15 +67,18 @@ static bool packed_block_in_l1(const plan_model *m, const gemm_shape *s, const g
 static const int64_t WHOLE_K_MAX_PANELS = 2;
 /* A plan of one row tile reads each B panel once: no later tile finds
  * the B block in the L2, which is what the rules' kc keeps it there for.
- * Where each thread's share of B stays in its L2 from call to call, K
- * runs in one block up to this many rows, while the tile's A rows fit
- * half the L1. Time K whole / rules' kc, B in place, 2 threads:
- * 1x768x768 0.91, 3x768x768 0.91-0.95, 5x768x768 0.91-0.96, 8x768x768
- * 0.97 (bench/compare, M 1-8: 1.07 against oneDNN). B from L3 gained
- * little or lost (2x2304x768 0.96, 1x3072x768 1.01, 8x3072x768 1.05 at
- * 1 thread). Deeper, a block of B read in place spans a page or so per
- * row and misses the TLB: 3072 rows took 1.13-1.41x the rules' time
- * (1x768x3072, 8x768x3072). */
+ * K runs in one block up to this many rows, while the tile's A rows fit
+ * half the L1. Time K whole / rules' kc, B in place, 2 threads, on the
+ * Xeon (model 207): 1x768x768 0.91, 3x768x768 0.91-0.95, 5x768x768
+ * 0.91-0.96, 8x768x768 0.97 (bench/compare, M 1-8: 1.07 against oneDNN).
+ * There the rule first held only where each thread's share of B stayed
+ * in its L2 between calls, as B from L3 gained little or lost
+ * (2x2304x768 0.96, 1x3072x768 1.01, 8x3072x768 1.05 at 1 thread); on
+ * Zen 4 (1 MiB L2) B from L3 gained on 47 of 48 shapes, two runs of 2-5
+ * x 768-3072 x 768: 0.91-1.02 at 1 thread, 0.84-1.00 at 2, so the rule
+ * no longer asks it. Deeper, a block of B read in place spans a page or
+ * so per row and misses the TLB: 3072 rows took 1.13-1.41x the rules'
+ * time (1x768x3072, 8x768x3072). */
 static const int64_t ONE_TILE_WHOLE_K_MAX_ROWS = 768;
 /* B read in place is prefetched this many cache lines ahead: the rows
  * ahead times the lines a tile reads of each row (2 for a 32-wide tile,
@@ -1021,8 +1024,7 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     bool few_panels = p->npanels <= WHOLE_K_MAX_PANELS &&
                       s->K * p->npanels * p->nr * (int64_t)sizeof(float) <= m->l2_bytes / 2;
     bool one_short_tile = p->ntiles == 1 && s->K <= ONE_TILE_WHOLE_K_MAX_ROWS && l1 &&
-                          s->M * s->K * (int64_t)sizeof(float) <= l1->size_bytes / 2 &&
-                          s->K * s->N * (int64_t)sizeof(float) / threads <= m->l2_bytes * 3 / 4;
+                          s->M * s->K * (int64_t)sizeof(float) <= l1->size_bytes / 2;
     p->whole_k = s->prepacked_kc == 0 && c->kc == 0 && (few_panels || one_short_tile);
     if (s->prepacked_kc > 0)
         p->kc = s->prepacked_kc;
