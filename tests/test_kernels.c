@@ -112,6 +112,91 @@ static void every_kernel(void)
     }
 }
 
+/* One row-form call (cached: B's rows ldb apart; panels: B in panels of
+ * pw floats, each pw * k) on m rows of A, columns 0..n, checked against
+ * the reference with the K-scaled bound, C's padding untouched. */
+static bool row_case(hw_isa isa, ukernel_row_form form, int m, int n, int64_t k, float alpha,
+                     float beta, test_rng *rng)
+{
+    const int pw = 2 * ukernel_vec_floats(isa); /* two vectors a panel */
+    const int64_t lda = k + 3, ldb = n + 5, ldc = n + 7;
+    const int64_t panels = (n + pw - 1) / pw;
+    float *a = calloc((size_t)(m * lda + 1), sizeof(float));
+    float *b = calloc((size_t)(k * ldb + 1), sizeof(float));
+    float *b_panels = calloc((size_t)(panels * pw * k + 1), sizeof(float));
+    float *c = calloc((size_t)(m * ldc), sizeof(float));
+    float *want = calloc((size_t)(m * ldc), sizeof(float));
+    float *bound = calloc((size_t)(m * ldc), sizeof(float));
+    float *abs_a = calloc((size_t)(m * lda + 1), sizeof(float));
+    float *abs_b = calloc((size_t)(k * ldb + 1), sizeof(float));
+    for (int64_t i = 0; i < m * lda; i++)
+        abs_a[i] = fabsf(a[i] = test_rng_float(rng));
+    for (int64_t i = 0; i < k * ldb; i++)
+        abs_b[i] = fabsf(b[i] = test_rng_float(rng));
+    for (int64_t p = 0; p < k; p++)
+        for (int j = 0; j < n; j++)
+            b_panels[j / pw * pw * k + p * pw + j % pw] = b[p * ldb + j];
+    for (int64_t i = 0; i < m * ldc; i++)
+        c[i] = beta == 0.0f ? NAN : test_rng_float(rng);
+    memcpy(want, c, (size_t)(m * ldc) * sizeof(float));
+    ref_sgemm('N', 'N', m, n, k, alpha, a, lda, b, ldb, beta, want, ldc);
+    ref_sgemm('N', 'N', m, n, k, fabsf(alpha), abs_a, lda, abs_b, ldb, 0.0f, bound, ldc);
+    float *c0 = malloc((size_t)(m * ldc) * sizeof(float));
+    memcpy(c0, c, (size_t)(m * ldc) * sizeof(float));
+    bool panel_form = form == UK_ROW_PANELS;
+    ukernel_args args = {.k = k, .a = a, .a_rs = lda, .a_cs = 1,
+                         .b = panel_form ? b_panels : b, .b_rs = panel_form ? pw : ldb,
+                         .c = c, .ldc = ldc, .alpha = alpha, .beta = beta, .m = m, .n = n};
+    ukernel_row_lookup(isa, form)(&args);
+    bool ok = true;
+    for (int i = 0; i < m; i++)
+        for (int64_t j = 0; j < ldc; j++) {
+            int64_t e = i * ldc + j;
+            if (j >= n) {
+                ok = ok && memcmp(&c[e], &c0[e], sizeof(float)) == 0;
+                continue;
+            }
+            double c_part = beta == 0.0f ? 0.0 : fabs((double)beta * c0[e]);
+            double tol = 2.0 * (double)(k + 2) * ldexp(1.0, -24) * (bound[e] + c_part) + 1e-30;
+            ok = ok && fabs((double)c[e] - want[e]) <= tol;
+        }
+    free(a), free(b), free(b_panels), free(c), free(want), free(bound), free(abs_a), free(abs_b);
+    free(c0);
+    return ok;
+}
+
+/* The cached and panel row forms on 1 to UK_ROW_MAX_M rows, every ISA:
+ * n of whole blocks, a remainder of vectors, and (cached) single
+ * columns past the last vector; k from 0 up; beta 0 over NaN, 1, other. */
+static void row_forms(hw_isa isa)
+{
+    test_rng rng = {23};
+    const int vec = ukernel_vec_floats(isa);
+    const int ns[] = {vec, 3 * vec, 16 * vec, 21 * vec, 5, 3 * vec + 3};
+    const int64_t ks[] = {0, 1, 7, 130};
+    const float betas[] = {0.0f, 1.0f, -1.5f};
+    int fails = 0, cases = 0;
+    const ukernel_row_form forms[] = {UK_ROW_CACHED, UK_ROW_PANELS};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++)
+        for (int m = 1; m <= UK_ROW_MAX_M; m++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                    ukernel_row_form form = forms[f];
+                    if (form == UK_ROW_PANELS && ns[ni] % vec != 0)
+                        continue; /* the panel form takes whole vectors */
+                    float beta = betas[(ni + ki + (size_t)m) % 3];
+                    float alpha = (ni + ki) % 2 ? -1.5f : 1.0f;
+                    cases++;
+                    if (!row_case(isa, form, m, ns[ni], ks[ki], alpha, beta, &rng)) {
+                        fails++;
+                        CHECK(false, "%s row form %d: %d rows, n %d, k %lld", hw_isa_name(isa),
+                              (int)form, m, ns[ni], (long long)ks[ki]);
+                    }
+                }
+    CHECK(fails == 0 && cases > 0, "%s row forms: %d of %d cases wrong", hw_isa_name(isa), fails,
+          cases);
+}
+
 /* Every dot-product member on A (mr x k) and B^T (nj x k) read in place,
  * k with and without a remainder of the vector width. */
 static void every_dot_kernel(void)
@@ -269,6 +354,7 @@ void suite_kernels(void)
             packing((hw_isa)isa);
             transposing((hw_isa)isa);
             copying_rows((hw_isa)isa);
+            row_forms((hw_isa)isa);
         }
     every_kernel();
     every_dot_kernel();

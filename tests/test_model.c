@@ -204,9 +204,14 @@ static void zen4_by_hand(void)
           "1x3072x768 with B pre-packed: the row form across its panels, split in them "
           "(row %d, nr %d, kc %lld, from memory %d, threads %d)",
           p.row, p.nr, (long long)p.kc, p.b_from_memory, p.threads);
-    one_row.M = 2;
-    plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
-    CHECK(!p.row, "2x3072x768 with B pre-packed: tiles, not the row form");
+    /* Up to 6 rows too, each row's share of the 16 accumulators (8 at 2
+     * rows, 2 at 6) hiding the latency of one pipe (4 chains); 7 rows
+     * take tiles. */
+    for (int rows = 2; rows <= 7; rows++) {
+        one_row.M = rows;
+        plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
+        CHECK(p.row == (rows <= 6), "%dx3072x768 with B pre-packed: row form %d", rows, p.row);
+    }
     /* B is packed past a few row tiles. Where the L2 feeds the tile at
      * its pace (one FMA pipe: 6.6 bytes a cycle) from 11 tiles (141 rows
      * of 14) at 1 thread and 38 (519 rows) at more, whatever B's shape;
@@ -497,6 +502,11 @@ static void avx2_by_hand(void)
     gemm_plan p;
     plan_gemm_choice(&m, &(gemm_shape){.M = 43, .N = 64, .K = 43}, 1, &(plan_choice){0}, &p);
     CHECK(p.nv == m.nv, "avx2-16, 43x64x43: %d vectors wide", p.nv);
+    /* The row form's 8 accumulators, 4 a row at 2 rows, fall short of the
+     * 10 chains: two rows over pre-packed B take tiles. */
+    plan_gemm_choice(&m, &(gemm_shape){.M = 2, .N = 768, .K = 768, .prepacked_kc = m.kc}, 1,
+                     &(plan_choice){0}, &p);
+    CHECK(!p.row, "avx2-16, 2x768x768 with B pre-packed: tiles, not the row form");
 #endif
 }
 

@@ -168,28 +168,30 @@ static void handles_serve_every_m(void)
     for_each_handle(shapes, sizeof shapes / sizeof shapes[0], &r, serve_every_m);
 }
 
-/* One row of A, eight ways: each activation, bias or not, A transposed,
- * beta 0 over NaN, on every context. */
+/* One to six rows of A (the row form's reach, plan_gemm.c), eight ways
+ * each: each activation, bias or not, A transposed, beta 0 over NaN, on
+ * every context. */
 static void serve_one_row(tessel_ctx *const ctx[4], const handle_shape *hs,
                           const tessel_packed_b *handle, const float *B, const float *bias,
                           test_rng *r)
 {
-    for (int v = 0; v < 8; v++) {
-        tessel_epilogue epi = {.bias = v % 2 ? bias : NULL,
-                               .activation = (tessel_activation)(v % 4)};
-        char transa = v % 3 == 2 ? 'T' : 'N';
-        float alpha = v % 2 ? 0.75f : 1.0f, beta = v % 4 == 0 ? 0.0f : -0.5f;
-        char why[200] = "";
-        CHECK(packed_case(ctx[v % 4], handle, B, hs, 1, transa, alpha, beta,
-                          v == 6 ? NULL : &epi, r, why),
-              "one row over packed %c K %lld N %lld, %d threads, transa %c beta %g act %d "
-              "bias %d: %s",
-              hs->transb, (long long)hs->K, (long long)hs->N, context_threads[v % 4], transa,
-              (double)beta, (int)epi.activation, epi.bias != NULL, why);
-    }
+    for (int rows = 1; rows <= 6; rows++)
+        for (int v = 0; v < 8; v++) {
+            tessel_epilogue epi = {.bias = v % 2 ? bias : NULL,
+                                   .activation = (tessel_activation)(v % 4)};
+            char transa = v % 3 == 2 ? 'T' : 'N';
+            float alpha = v % 2 ? 0.75f : 1.0f, beta = v % 4 == 0 ? 0.0f : -0.5f;
+            char why[200] = "";
+            CHECK(packed_case(ctx[v % 4], handle, B, hs, rows, transa, alpha, beta,
+                              v == 6 ? NULL : &epi, r, why),
+                  "%d rows over packed %c K %lld N %lld, %d threads, transa %c beta %g act %d "
+                  "bias %d: %s",
+                  rows, hs->transb, (long long)hs->K, (long long)hs->N, context_threads[v % 4],
+                  transa, (double)beta, (int)epi.activation, epi.bias != NULL, why);
+        }
 }
 
-/* One row of A over pre-packed B takes the row form across the panels
+/* A few rows of A over pre-packed B take the row form across the panels
  * (ops/gemm.c, run_row_panels_share): every panel count from a part of
  * one to dozens, a narrower last panel or none, K over several k blocks. */
 static void one_row_over_panels(void)

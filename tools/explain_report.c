@@ -96,9 +96,13 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
         return;
     }
     if (p->row) {
-        printf("blocking  none: the row form runs all of %s = %lld over C's row%s, reading A "
-               "and B in place\n", p->split == 'K' ? "a thread's rows of K" : "K",
-               (long long)(p->split == 'K' ? p->kc : s->K), s->M == 1 ? "" : "s");
+        if (s->prepacked_kc > 0)
+            printf("blocking  the pre-packed k blocks of %lld: the row form runs each over "
+                   "C's row%s\n", (long long)s->prepacked_kc, s->M == 1 ? "" : "s");
+        else
+            printf("blocking  none: the row form runs all of %s = %lld over C's row%s, "
+                   "reading A and B in place\n", p->split == 'K' ? "a thread's rows of K" : "K",
+                   (long long)(p->split == 'K' ? p->kc : s->K), s->M == 1 ? "" : "s");
         return;
     }
     if (s->M == 0 || s->N == 0 || s->K == 0) {
@@ -269,9 +273,13 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                "at a time are read whole and summed into C's row%s\n", (long long)s->M,
                s->M == 1 ? "" : "s", s->M == 1 ? " in L2" : "s");
     else if (p->row)
-        printf("plan      row form: one row of A times B, both read in place, nothing packed; "
-               "each row of B read a block of C's row at a time, a run the hardware "
-               "prefetchers follow\n");
+        printf("plan      row form: %lld row%s of A times B, %s; each row of B read a block "
+               "of C's row%s at a time, %s, a run the hardware prefetchers follow\n",
+               (long long)s->M, s->M == 1 ? "" : "s",
+               s->prepacked_kc > 0 ? "A read in place, B from its pre-packed panels"
+                                   : "both read in place, nothing packed",
+               s->M == 1 ? "" : "s",
+               s->prepacked_kc > 0 ? "across several panels" : "along its columns");
     else if (p->dot && s->transb)
         printf("plan      dot-product path: A and B^T read in place, nothing packed; "
                "%d x %d tiles\n", p->dot_mr, p->dot_nj);

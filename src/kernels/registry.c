@@ -12,15 +12,18 @@ extern const ukernel_entry ukernel_table_generic[], ukernel_dot_table_generic[];
 extern const int ukernel_table_generic_count, ukernel_dot_table_generic_count;
 extern const ukernel_packers ukernel_packers_generic;
 extern const ukernel_fn ukernel_row_generic[UK_ROW_FORM_COUNT];
+extern const int ukernel_row_vecs_generic;
 #if defined(__x86_64__)
 extern const ukernel_entry ukernel_table_avx2[], ukernel_dot_table_avx2[];
 extern const int ukernel_table_avx2_count, ukernel_dot_table_avx2_count;
 extern const ukernel_packers ukernel_packers_avx2;
 extern const ukernel_fn ukernel_row_avx2[UK_ROW_FORM_COUNT];
+extern const int ukernel_row_vecs_avx2;
 extern const ukernel_entry ukernel_table_avx512[], ukernel_dot_table_avx512[];
 extern const int ukernel_table_avx512_count, ukernel_dot_table_avx512_count;
 extern const ukernel_packers ukernel_packers_avx512;
 extern const ukernel_fn ukernel_row_avx512[UK_ROW_FORM_COUNT];
+extern const int ukernel_row_vecs_avx512;
 #endif
 
 static const ukernel_entry *index_table[HW_ISA_COUNT][UK_MAX_NV + 1][UK_MAX_MR + 1];
@@ -100,5 +103,16 @@ int ukernel_vec_floats(hw_isa isa)
     case HW_ISA_AVX512: return 16;
     case HW_ISA_AVX2: return 8;
     default: return 4;
+    }
+}
+
+int ukernel_row_vecs(hw_isa isa)
+{
+    switch (isa) {
+#if defined(__x86_64__)
+    case HW_ISA_AVX512: return ukernel_row_vecs_avx512;
+    case HW_ISA_AVX2: return ukernel_row_vecs_avx2;
+#endif
+    default: return ukernel_row_vecs_generic;
     }
 }

@@ -74,15 +74,18 @@ ukernel_fn ukernel_dot_lookup(hw_isa isa, int mr, int nj);
 /* The row forms (ukernel_template.h): C[i, 0..n) = alpha * A[i, 0..k) B +
  * beta * C for m rows of A (rows a_rs apart, k floats a_cs apart), C's
  * rows ldc apart; the prefetch fields are not read.
- *   UK_ROW_CACHED: one row (m = 1), B's rows b_rs apart, any n.
+ *   UK_ROW_CACHED: 1 to UK_ROW_MAX_M rows, B's rows b_rs apart, any n.
  *   UK_ROW_STREAMED: the same for a B that streams from memory, 1 to
  *     UK_ROW_STREAM_MAX_M rows.
- *   UK_ROW_PANELS: one row, B pre-packed in panels b_rs floats wide (a
- *     whole number of vectors) and b_rs * k floats each; n a whole
- *     number of vectors. */
-enum { UK_ROW_STREAM_MAX_M = 6 };
+ *   UK_ROW_PANELS: 1 to UK_ROW_MAX_M rows, B pre-packed in panels b_rs
+ *     floats wide (a whole number of vectors) and b_rs * k floats each;
+ *     n a whole number of vectors. */
+enum { UK_ROW_MAX_M = 6, UK_ROW_STREAM_MAX_M = 6 };
 typedef enum { UK_ROW_CACHED, UK_ROW_STREAMED, UK_ROW_PANELS, UK_ROW_FORM_COUNT } ukernel_row_form;
 ukernel_fn ukernel_row_lookup(hw_isa isa, ukernel_row_form form);
+/* The vectors of C the cached and panel forms hold in registers: m rows
+ * take ukernel_row_vecs / m each (half the register file in all). */
+int ukernel_row_vecs(hw_isa isa);
 
 /* Copies `rows` rows of a matrix, ld floats apart and contiguous along k,
  * into a panel w floats wide, transposed: dst[p * w + i] = src[i * ld + p]

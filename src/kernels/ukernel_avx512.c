@@ -22,3 +22,4 @@ const int ukernel_dot_table_avx512_count =
 
 const ukernel_packers ukernel_packers_avx512 = UK_PACKERS;
 const ukernel_fn ukernel_row_avx512[UK_ROW_FORM_COUNT] = UK_ROW_FORMS;
+const int ukernel_row_vecs_avx512 = UK_ROW_VECS;

@@ -45,3 +45,4 @@ const int ukernel_dot_table_generic_count =
 
 const ukernel_packers ukernel_packers_generic = UK_PACKERS;
 const ukernel_fn ukernel_row_generic[UK_ROW_FORM_COUNT] = UK_ROW_FORMS;
+const int ukernel_row_vecs_generic = UK_ROW_VECS;

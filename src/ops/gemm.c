@@ -602,9 +602,9 @@ static void run_row_panels_share(const gemm_call *c, const gemm_plan *p, int64_t
     for (int64_t pc = 0; pc < c->K; pc += pb->kc) {
         int64_t kb = min64(pb->kc, c->K - pc);
         const float *block = pb->data + pc * pb->n_padded;
-        ukernel_args args = {.k = kb, .a = c->A + pc * c->a_cs, .a_cs = c->a_cs,
-                             .ldc = c->ldc, .alpha = c->alpha,
-                             .beta = pc == 0 ? c->beta : 1.0f, .m = 1};
+        ukernel_args args = {.k = kb, .a = c->A + pc * c->a_cs, .a_rs = c->a_rs,
+                             .a_cs = c->a_cs, .ldc = c->ldc, .alpha = c->alpha,
+                             .beta = pc == 0 ? c->beta : 1.0f, .m = (int)c->M};
         if (n0 < whole_end) {
             args.b = block + n0 * kb;
             args.b_rs = pb->nr;
@@ -621,7 +621,7 @@ static void run_row_panels_share(const gemm_call *c, const gemm_plan *p, int64_t
         }
     }
     if (c->epilogue)
-        ukernel_epilogue(c->C + n0, c->ldc, 1, (int)(n1 - n0),
+        ukernel_epilogue(c->C + n0, c->ldc, (int)c->M, (int)(n1 - n0),
                          c->epilogue->bias ? c->epilogue->bias + n0 : NULL,
                          c->epilogue->activation);
 }

@@ -549,6 +549,14 @@ static bool b_fills_l3(const plan_model *m, const gemm_shape *s)
 
 enum { ROW_FORM_FULL_L3_MAX_M = 4 };
 
+/* Whether `rows` rows of the row form, each with its share of the
+ * form's accumulators, keep enough FMAs in flight (rule 2 of the tiles). */
+static bool row_panels_hide_latency(const plan_model *m, int64_t rows)
+{
+    int vecs = ukernel_row_vecs(m->hw.isa) / (int)rows;
+    return model_hides_latency((int)rows, vecs, m->hw.fma_latency_cycles, m->hw.fma_per_cycle);
+}
+
 /* A few rows of A times B with contiguous rows: the row form, which reads
  * a kilobyte of each row of B in one run (ukernel_template.h), not a
  * tile's quarter kilobyte. Against oneDNN, bench/compare
@@ -573,13 +581,19 @@ enum { ROW_FORM_FULL_L3_MAX_M = 4 };
  * 768 (7 MB, L3 8 MiB) 0.72-0.90 -> 0.93-1.08 at 1 thread, 0.81-0.92 ->
  * 0.83-0.96 at 2; 5 and 6 rows lost (0.91-0.92 -> 0.73-0.89,
  * `compare-rows-stream-b-fills-l3.md`). One row over pre-packed B takes
- * the form across its panels (`compare-packed-row-form.md`). */
+ * the form across its panels (`compare-packed-row-form.md`), and so do up
+ * to UK_ROW_MAX_M rows where their share of the form's accumulators
+ * hides the FMA latency (row_panels_hide_latency): the tiles read one
+ * 32-wide panel at a time, the form several. In one process, Zen 4, 1
+ * thread, time row form / tiles: 2 x 768-3072 x 768-3072 0.70-0.77, 3
+ * rows 0.56-0.93, 4 rows 0.85-1.01, 5 rows 0.85-0.96, 6 rows 0.66-0.95; 8
+ * rows (two vectors a row, as the 8x32 tile) 0.92-1.09, hence 6. */
 static bool row_form_plan(const plan_model *m, const gemm_shape *s)
 {
     if (s->N <= 0 || s->K <= 0 || s->M < 1)
         return false;
     if (s->prepacked_kc > 0)
-        return s->M == 1;
+        return s->M == 1 || (s->M <= UK_ROW_MAX_M && row_panels_hide_latency(m, s->M));
     if (!b_rows_in_place(s))
         return false;
     return s->M == 1 || (s->M <= UK_ROW_STREAM_MAX_M && b_streams_from_memory(m, s)) ||
