@@ -18,7 +18,8 @@
  * loops round (run_block_by_panels): each B panel is read from memory
  * once, for every tile of a group of up to 16 in turn.
  * A plan split along N gives each thread its columns
- * and its own packed B (run_share); one split along M runs one shared B
+ * and its own packed B (run_share), in groups a faster thread may take
+ * over (run_split_n); one split along M runs one shared B
  * per block and hands out row tiles (run_shared_b); one split along K
  * gives each thread its rows of B over the whole grid (run_k_share) and
  * sums the partial products into C after the run (sum_partials).
@@ -51,6 +52,14 @@ typedef struct {
     atomic_int panels_ready;
 } block_progress;
 
+/* The groups of one share of a split along N not yet taken: its owner
+ * takes them from the front, a thread done with its own from the back.
+ * Front in the low 32 bits, back in the high, so that one compare and
+ * swap takes a group from either end and never the same one twice. */
+typedef struct {
+    alignas(64) _Atomic uint64_t front_back;
+} share_groups;
+
 typedef struct {
     const gemm_call *call;
     const gemm_plan *plan;
@@ -71,6 +80,10 @@ typedef struct {
     block_progress *progress;
     int64_t blocks;       /* (jc, pc) blocks of one matrix */
     atomic_int *tile_blocks; /* per matrix and row tile: its blocks done */
+    /* A split along N run in groups of a share's panels (run_split_n):
+     * each share's groups left, one counter a cache line. */
+    share_groups *groups;
+    int64_t group_units;  /* panels (row plans: their units) in a group */
     /* On a cache line of its own: every claim writes it, and the fields
      * above are read all the time by every task. */
     alignas(64) atomic_llong next_matrix;
@@ -651,16 +664,22 @@ static void transpose_narrow_b(const gemm_call *c, float *bt)
     }
 }
 
-/* Runs the plan's share `t` of one matrix: its part of the grid, or all
- * of it in a split along K (run_k_share gives it its rows of B). */
-static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float *a_buf,
-                           float *b_buf)
+/* Runs units [u0, u1) of the plan's split along N (panels; for dot
+ * plans, column tiles), or with u0 = u1 = -1 the plan's share `t` of one
+ * matrix: its part of the grid, or all of it in a split along K
+ * (run_k_share gives it its rows of B). */
+static void run_plan_units(const gemm_call *c, const gemm_plan *p, int t, int64_t u0,
+                           int64_t u1, float *a_buf, float *b_buf)
 {
     int64_t t0 = 0, t1 = p->ntiles, n0 = 0, n1 = c->N;
+    if (p->split == 'N' && u0 < 0) {
+        u0 = p->bounds[t];
+        u1 = p->bounds[t + 1];
+    }
     if (p->row) {
         if (p->split == 'N') {
-            n0 = p->bounds[t] * p->nr;
-            n1 = min64(c->N, p->bounds[t + 1] * p->nr);
+            n0 = u0 * p->nr;
+            n1 = min64(c->N, u1 * p->nr);
         }
         if (n0 < n1 && c->packed)
             run_row_panels_share(c, p, n0, n1);
@@ -674,8 +693,8 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
             m0 = p->bounds[t] * p->dot_mr;
             m1 = min64(c->M, p->bounds[t + 1] * p->dot_mr);
         } else if (p->split == 'N') {
-            n0 = p->bounds[t] * p->dot_nj;
-            n1 = min64(c->N, p->bounds[t + 1] * p->dot_nj);
+            n0 = u0 * p->dot_nj;
+            n1 = min64(c->N, u1 * p->dot_nj);
         }
         if (c->b_rs == 1) {
             run_dot_share(c, p, m0, m1, n0, n1);
@@ -696,11 +715,92 @@ static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float 
         t0 = p->bounds[t];
         t1 = p->bounds[t + 1];
     } else if (p->split == 'N') {
-        n0 = p->bounds[t] * p->nr;
-        n1 = min64(c->N, p->bounds[t + 1] * p->nr);
+        n0 = u0 * p->nr;
+        n1 = min64(c->N, u1 * p->nr);
     }
     if (t0 < t1 && n0 < n1)
         run_share(c, p, t0, t1, n0, n1, a_buf, b_buf);
+}
+
+static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float *a_buf,
+                           float *b_buf)
+{
+    run_plan_units(c, p, t, -1, -1, a_buf, b_buf);
+}
+
+/* Takes a group of `share` from the front (the owner) or the back;
+ * returns its number, or -1 once none is left. */
+static int64_t take_group(share_groups *share, bool front)
+{
+    uint64_t fb = atomic_load_explicit(&share->front_back, memory_order_relaxed);
+    for (;;) {
+        uint64_t f = fb & 0xffffffffu, b = fb >> 32;
+        if (f >= b)
+            return -1;
+        uint64_t next = front ? fb + 1 : fb - ((uint64_t)1 << 32);
+        if (atomic_compare_exchange_weak_explicit(&share->front_back, &fb, next,
+                                                  memory_order_relaxed, memory_order_relaxed))
+            return front ? (int64_t)f : (int64_t)b - 1;
+    }
+}
+
+/* Groups of share s of a split along N, from the front or the back. */
+static void run_groups(const gemm_job *job, int t, int s, bool front, float *a_buf,
+                       float *b_buf)
+{
+    const gemm_plan *p = job->plan;
+    for (int64_t g; (g = take_group(&job->groups[s], front)) >= 0;) {
+        int64_t u0 = p->bounds[s] + g * job->group_units;
+        int64_t u1 = min64(u0 + job->group_units, p->bounds[s + 1]);
+        run_plan_units(job->call, p, t, u0, u1, a_buf, b_buf);
+    }
+}
+
+/* Groups in a share of a split along N (run_split_n): enough that a
+ * slowed core hands part of its share on, few enough that taking them
+ * costs little beside their work (a compare and swap each, on the
+ * share's own cache line). */
+enum { GROUPS_PER_SHARE = 4 };
+
+static bool splits_n_in_groups(const gemm_plan *p, int64_t batch, int ntasks, bool split_batch)
+{
+    return !split_batch && batch == 1 && ntasks > 1 && ntasks == p->threads &&
+           p->split == 'N' && !p->dot;
+}
+
+/* Units (panels) a group: a share's over GROUPS_PER_SHARE, and for the
+ * row form no fewer than one of its blocks of vectors, so that it still
+ * reads that many side by side. */
+static int64_t group_units(const gemm_plan *p, const gemm_call *c)
+{
+    int64_t largest = 0;
+    for (int t = 0; t < p->threads; t++)
+        largest = p->bounds[t + 1] - p->bounds[t] > largest ? p->bounds[t + 1] - p->bounds[t]
+                                                             : largest;
+    int64_t units = (largest + GROUPS_PER_SHARE - 1) / GROUPS_PER_SHARE;
+    if (p->row) {
+        int64_t block_vecs = ukernel_row_vecs(p->isa) / c->M; /* M > 0 here */
+        int64_t unit_vecs = p->nr / p->vec;
+        int64_t block_units = (block_vecs + unit_vecs - 1) / unit_vecs;
+        if (units < block_units)
+            units = block_units;
+    }
+    return units > 0 ? units : 1;
+}
+
+/* A split along N, one matrix: each task runs its own share's groups
+ * in order, then takes what is left of the others' from their ends. The
+ * share is the plan's, so each core reads the same columns of B call
+ * after call (in its own L2); but the host slows one core or the other
+ * by a third for tens of milliseconds at a time (its other tenants), and
+ * with fixed halves every call then ran at the slower core's pace: at 2
+ * threads 4x768x768 ran at one thread's speed in 14-24 of 100 rounds of
+ * 2 ms. */
+static void run_split_n(const gemm_job *job, int t, float *a_buf, float *b_buf)
+{
+    run_groups(job, t, t, true, a_buf, b_buf);
+    for (int i = 1; i < job->plan->threads; i++)
+        run_groups(job, t, (t + i) % job->plan->threads, false, a_buf, b_buf);
 }
 
 /* Share t of a plan split along K (plan_gemm.c, k_split_pays): rows
@@ -784,6 +884,8 @@ static void gemm_task(void *opaque, int task, int ntasks)
             run_matrix(job, i, i + 1 < job->batch ? i + 1 : -1, a_buf, b_buf);
         } else if (job->plan->split == 'K') {
             run_k_share(job, job->call, task, a_buf, b_buf); /* batch 1 (op_sgemm_plan) */
+        } else if (job->groups) {
+            run_split_n(job, task, a_buf, b_buf); /* batch 1 */
         } else {
             gemm_call c = batch_entry(job, i);
             run_plan_share(&c, job->plan, task, a_buf, b_buf);
@@ -869,6 +971,8 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     job.progress = NULL;
     job.tile_blocks = NULL;
     job.blocks = 0;
+    job.groups = NULL;
+    job.group_units = 0;
     if (call->K == 0 || call->alpha == 0.0f) {
         for (int64_t i = 0; i < batch; i++) {
             gemm_call c = batch_entry(&job, i);
@@ -936,7 +1040,10 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     int64_t partial_floats =
         plan->split == 'K' ? round_up((ntasks - 1) * call->M * call->N, 16) : 0;
     size_t float_bytes = (size_t)(job.scratch_floats * ntasks + partial_floats) * sizeof(float);
-    size_t progress_bytes = 0, tile_bytes = 0;
+    size_t progress_bytes = 0, tile_bytes = 0, group_bytes = 0;
+    bool grouped = splits_n_in_groups(plan, batch, ntasks, job.split_batch);
+    if (grouped) /* from the next cache line on */
+        group_bytes = 64 + (size_t)ntasks * sizeof(share_groups);
     if (job.shared_b) {
         if (shares_blocks)
             float_bytes += (size_t)(2 * b_floats) * sizeof(float);
@@ -945,7 +1052,8 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         tile_bytes = (size_t)(batch * plan->ntiles) * sizeof(atomic_int);
     }
     /* float_bytes is a multiple of 64: the counters start on a cache line. */
-    char *scratch = rt_buffer_acquire(env->buffers, float_bytes + progress_bytes + tile_bytes);
+    char *scratch =
+        rt_buffer_acquire(env->buffers, float_bytes + progress_bytes + tile_bytes + group_bytes);
     if (!scratch)
         return TESSEL_ERR_NO_MEMORY;
     job.scratch = (float *)scratch;
@@ -964,6 +1072,18 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         }
         for (int64_t i = 0; i < batch * plan->ntiles; i++)
             atomic_init(&job.tile_blocks[i], 0);
+    }
+    if (grouped) {
+        /* After the counters, which end on a whole number of ints: round
+         * up to the next cache line. */
+        size_t at = (float_bytes + progress_bytes + tile_bytes + 63) / 64 * 64;
+        job.groups = (share_groups *)(scratch + at);
+        job.group_units = group_units(plan, call);
+        for (int t = 0; t < ntasks; t++) {
+            int64_t units = plan->bounds[t + 1] - plan->bounds[t];
+            uint64_t groups = (uint64_t)((units + job.group_units - 1) / job.group_units);
+            atomic_init(&job.groups[t].front_back, groups << 32);
+        }
     }
 
     if (ntasks > 1)

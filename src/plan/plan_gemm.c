@@ -114,7 +114,10 @@ static const int64_t IN_PLACE_M_MIN_TILES = 2;
  * shapes that move): bert-base 0.93-1.01 -> 0.99-1.09, dietcode
  * 0.87-0.96 -> 0.95-1.05 per round; in one process 256 x 2304 x 768,
  * 512 x 768 x 768, 128 x 1024 x 4096 took 0.84-0.86 of the time along M,
- * 100 x 3072 x 768 1.09. */
+ * 100 x 3072 x 768 1.09. Since then a split along N runs its shares in
+ * groups a fast thread takes from a slowed one (ops/gemm.c,
+ * run_split_n), four a share, coarser than M's row tiles; the slack was
+ * not measured again. */
 static const double STATIC_SPLIT_SLACK = 0.05;
 static const int64_t STATIC_SPLIT_MIN_TILES = 4;
 /* Row tiles up to which deep or square B whose rows do not collide in
