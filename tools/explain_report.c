@@ -237,6 +237,9 @@ static void print_threads(const plan_model *m, const gemm_plan *p, const plan_re
     if (p->split == 'M' && p->threads > 1 && !p->dot)
         printf("          (the threads pack one shared B per block and take its row tiles one\n"
                "          at a time, so each runs about the share below, more if it is faster)\n");
+    else if (p->split == 'N' && p->threads > 1 && !p->dot)
+        printf("          (each thread runs its share below in groups, up to 4, and then takes\n"
+               "          what is left of the others' from their ends, so a faster one runs more)\n");
     for (int t = 0; t < p->threads && t < SHOWN; t++) {
         int64_t first = -1, last = -1;
         for (int64_t i = 0; i < nregions; i++) {
