@@ -99,6 +99,11 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
 /* Packed B panels are nr wide but the masked last one, which is only as
  * wide as the vectors its columns need. */
 static int panel_width(const gemm_plan *p, int cols)
@@ -664,18 +669,14 @@ static void transpose_narrow_b(const gemm_call *c, float *bt)
     }
 }
 
-/* Runs units [u0, u1) of the plan's split along N (panels; for dot
- * plans, column tiles), or with u0 = u1 = -1 the plan's share `t` of one
- * matrix: its part of the grid, or all of it in a split along K
- * (run_k_share gives it its rows of B). */
+/* Runs the plan's share `t` of one matrix: its part of the grid, or all
+ * of it in a split along K (run_k_share gives it its rows of B); in a
+ * split along N, units [u0, u1) (panels; for dot plans, column tiles),
+ * the share's own or a group of any share's (run_split_n). */
 static void run_plan_units(const gemm_call *c, const gemm_plan *p, int t, int64_t u0,
                            int64_t u1, float *a_buf, float *b_buf)
 {
     int64_t t0 = 0, t1 = p->ntiles, n0 = 0, n1 = c->N;
-    if (p->split == 'N' && u0 < 0) {
-        u0 = p->bounds[t];
-        u1 = p->bounds[t + 1];
-    }
     if (p->row) {
         if (p->split == 'N') {
             n0 = u0 * p->nr;
@@ -725,7 +726,7 @@ static void run_plan_units(const gemm_call *c, const gemm_plan *p, int t, int64_
 static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float *a_buf,
                            float *b_buf)
 {
-    run_plan_units(c, p, t, -1, -1, a_buf, b_buf);
+    run_plan_units(c, p, t, p->bounds[t], p->bounds[t + 1], a_buf, b_buf);
 }
 
 /* Takes a group of `share` from the front (the owner) or the back;
@@ -778,8 +779,7 @@ static int64_t group_units(const gemm_plan *p, const gemm_call *c)
 {
     int64_t largest = 0;
     for (int t = 0; t < p->threads; t++)
-        largest = p->bounds[t + 1] - p->bounds[t] > largest ? p->bounds[t + 1] - p->bounds[t]
-                                                             : largest;
+        largest = max64(largest, p->bounds[t + 1] - p->bounds[t]);
     int64_t units = (largest + GROUPS_PER_SHARE - 1) / GROUPS_PER_SHARE;
     if (p->row) {
         int64_t block_vecs = ukernel_row_vecs(p->isa) / c->M; /* M > 0 here */
