@@ -121,13 +121,13 @@ static void zen4_by_hand(void)
           "17x3072x768: %lld row tiles, %d + %d rows", (long long)p.ntiles, mr0, mr1);
     /* Up to 4 rows reading B in place from L3 leave rows 4 KiB (the L1's
      * way span) apart unprefetched; not 5 rows, B^T, nor a B of a third
-     * of the L3 or more. */
+     * of the L3 or more. (2-5 x 3072 x 768 take the row form now, below.) */
     const struct {
         int64_t M, N, K;
         bool transb;
         int64_t stride;
     } unprefetched[] = {
-        {2, 3072, 768, false, 4096}, {4, 1024, 1024, false, 4096}, {5, 3072, 768, false, 0},
+        {2, 2048, 768, false, 4096}, {4, 1024, 1024, false, 4096}, {5, 3072, 768, false, 0},
         {3, 3072, 768, true, 0},     {3, 3072, 1024, false, 0},
     };
     for (size_t i = 0; i < sizeof unprefetched / sizeof unprefetched[0]; i++) {
@@ -211,6 +211,24 @@ static void zen4_by_hand(void)
         one_row.M = rows;
         plan_gemm_choice(&m, &one_row, 1, &(plan_choice){0}, &p);
         CHECK(p.row == (rows <= 6), "%dx3072x768 with B pre-packed: row form %d", rows, p.row);
+    }
+    /* Rows of B a multiple of 2 KiB apart (half a 4 KiB L1 way: they
+     * crowd one or two L1 sets) in a B of more than a quarter of the 32
+     * MiB L3: the streaming row form up to 5 rows at 1 thread. Not at 6
+     * rows, nor rows 9 KiB apart (2304), nor a B of 4 MiB (1024 x 1024);
+     * at 2 threads the split along K leaves each thread 4.5 MiB of B, and
+     * tiles. */
+    struct { int64_t M, N, K; int threads; bool row; } crowded[] = {
+        {2, 3072, 768, 1, true},  {5, 3072, 768, 1, true},   {6, 3072, 768, 1, false},
+        {3, 1024, 4096, 1, true}, {3, 2304, 768, 1, false},  {3, 1024, 1024, 1, false},
+        {3, 3072, 768, 2, false},
+    };
+    for (size_t i = 0; i < sizeof crowded / sizeof crowded[0]; i++) {
+        gemm_shape s = {.M = crowded[i].M, .N = crowded[i].N, .K = crowded[i].K};
+        plan_gemm_choice(&m, &s, crowded[i].threads, &(plan_choice){0}, &p);
+        CHECK(p.row == crowded[i].row && (!p.row || p.b_from_memory),
+              "%lldx%lldx%lld at %d threads: row form %d, streaming %d", (long long)s.M,
+              (long long)s.N, (long long)s.K, crowded[i].threads, p.row, p.b_from_memory);
     }
     /* B is packed past a few row tiles. Where the L2 feeds the tile at
      * its pace (one FMA pipe: 6.6 bytes a cycle) from 11 tiles (141 rows

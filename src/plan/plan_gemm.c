@@ -100,7 +100,9 @@ static const int IN_PLACE_PREFETCH_MAX_ROWS = 16;
  * 1-3 x 3072 x 1024 (B of 12 MiB, of a 32 MiB L3 other guests share)
  * 0.58-1.14 -> 0.56-1.09, hence the third. Not taken either: 5 rows
  * (0.96-1.00 in process), 8 rows (1.07-1.10), rows 3 or 9 KiB apart
- * (0.97-1.03). One row now takes the row form instead (plan_row). */
+ * (0.97-1.03). One row now takes the row form instead (plan_row), and
+ * so do 2-5 rows 2 KiB-multiples apart in a B of over a quarter of the
+ * L3 at one thread (b_rows_crowd_l1_sets). */
 static const int64_t UNPREFETCHED_MAX_ROWS = 4;
 /* Row tiles a thread from which a split along M of B read in place is
  * charged no ragged end (see the split below). */
@@ -540,17 +542,35 @@ static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int thre
     return s->K * cols * (int64_t)sizeof(float) > m->l2_bytes;
 }
 
-/* Whether op(B) takes more than half the L3: what stays of it between
- * row steps is then little, and the streaming row form's long runs pay
- * for a few rows (up to ROW_FORM_FULL_L3_MAX_M, see row_form_plan) as
- * they do for B from memory. */
-static bool b_fills_l3(const plan_model *m, const gemm_shape *s)
+/* Whether op(B) takes more than 1 / parts of the L3. */
+static bool b_outgrows_l3_part(const plan_model *m, const gemm_shape *s, int parts)
 {
     const hw_cache *l3 = hw_data_cache(&m->hw, 3);
-    return l3 && s->K * s->N * (int64_t)sizeof(float) > l3->size_bytes / 2;
+    return l3 && s->K * s->N * (int64_t)sizeof(float) > l3->size_bytes / parts;
 }
 
+/* A B of more than half the L3: what stays of it between row steps is
+ * then little, and the streaming row form's long runs pay for a few rows
+ * (up to ROW_FORM_FULL_L3_MAX_M, see row_form_plan) as they do for B from
+ * memory. */
 enum { ROW_FORM_FULL_L3_MAX_M = 4 };
+
+/* Whether consecutive rows of B (N floats apart: a B of its own) fall in
+ * at most two groups of L1 sets, their distance a multiple of half an L1
+ * way (Zen 4: 2 KiB; 3072 x 768's rows are 12 KiB apart, 1024 x 4096's
+ * 16 KiB). A tile reading such a B in place walks a column strip whose
+ * lines crowd a set or two, so the lines it asks for ahead evict each
+ * other before use; the row form reads B along its rows instead. */
+static bool b_rows_crowd_l1_sets(const plan_model *m, const gemm_shape *s)
+{
+    const hw_cache *l1 = hw_data_cache(&m->hw, 1);
+    if (!l1 || l1->ways <= 0 || !b_rows_in_place(s))
+        return false;
+    int64_t half_way = l1->size_bytes / l1->ways / 2;
+    return half_way > 0 && s->N * (int64_t)sizeof(float) % half_way == 0;
+}
+
+enum { ROW_FORM_CROWDED_MAX_M = 5 };
 
 /* Whether `rows` rows of the row form, each with its share of the
  * form's accumulators, keep enough FMAs in flight (rule 2 of the tiles). */
@@ -590,7 +610,20 @@ static bool row_panels_hide_latency(const plan_model *m, int64_t rows)
  * 32-wide panel at a time, the form several. In one process, Zen 4, 1
  * thread, time row form / tiles: 2 x 768-3072 x 768-3072 0.70-0.77, 3
  * rows 0.56-0.93, 4 rows 0.85-1.01, 5 rows 0.85-0.96, 6 rows 0.66-0.95; 8
- * rows (two vectors a row, as the 8x32 tile) 0.92-1.09, hence 6. */
+ * rows (two vectors a row, as the 8x32 tile) 0.92-1.09, hence 6. Up to
+ * 5 rows of a B whose rows crowd the L1 sets (b_rows_crowd_l1_sets) and
+ * that takes over a quarter of the L3 (32 MiB here, which other guests
+ * share) stream too: Zen 4, in one process, 1 thread, time row form /
+ * tiles 2-5 x 3072 x 768 0.41-0.97 (tiles 27-95 GF/s by the spell, the
+ * form 49-98), 3 x 1024 x 4096 and 3 x 4096 x 1024 0.50-0.68; 6 rows
+ * 1.00-1.22, rows 9 KiB apart (2304) 1.00-1.13, a 4 MiB B (1024 x 1024)
+ * 1.00-1.01, so not those. Against oneDNN (`compare-crowded-rows-row-
+ * form.md`, 4 rounds, 1 thread) new / old: 2-4 x 3072 x 768 1.72-1.75, 5
+ * rows 0.93 (medians 1.06 against 1.02), bert-large's 2-5 x 1024-4096 x
+ * 1024-4096 1.28-2.31. At 2
+ * threads the split along K leaves each thread half of such a B, which
+ * takes tiles: a split-K share by the form ran both threads at 29 GF/s
+ * each where one alone ran 60 (not understood yet). */
 static bool row_form_plan(const plan_model *m, const gemm_shape *s)
 {
     if (s->N <= 0 || s->K <= 0 || s->M < 1)
@@ -600,7 +633,9 @@ static bool row_form_plan(const plan_model *m, const gemm_shape *s)
     if (!b_rows_in_place(s))
         return false;
     return s->M == 1 || (s->M <= UK_ROW_STREAM_MAX_M && b_streams_from_memory(m, s)) ||
-           (s->M <= ROW_FORM_FULL_L3_MAX_M && b_fills_l3(m, s));
+           (s->M <= ROW_FORM_FULL_L3_MAX_M && b_outgrows_l3_part(m, s, 2)) ||
+           (s->M <= ROW_FORM_CROWDED_MAX_M && b_rows_crowd_l1_sets(m, s) &&
+            b_outgrows_l3_part(m, s, 4));
 }
 
 /* Row plans: the columns, in whole vectors (pre-packed B: in its
