@@ -355,14 +355,18 @@ typedef struct lib_timing {
     int reps, done;
 } lib_timing;
 
-/* Each round of calls shorter than ROUND_WARMUP_MAX_CALL_S starts with
- * ROUND_WARMUP_S of untimed calls: after the pause before it, the first
- * calls of every library on 2 threads paid for waking its sleeping
- * thread, a virtual CPU the host had to schedule again (oneDNN 4-7 ms on
- * 12 x (62x64x62), tessel's worker 2.8 ms on 12 x (128x128x64), against
- * 27-140 us calls), which could fill a short round. */
+/* Each round starts with ROUND_WARMUP_S of untimed calls, at least one.
+ * After the pause before it, the first calls of every library on 2
+ * threads paid for waking its sleeping thread, a virtual CPU the host had
+ * to schedule again (oneDNN 4-7 ms on 12 x (62x64x62), tessel's worker
+ * 2.8 ms on 12 x (128x128x64), against 27-140 us calls), which could fill
+ * a short round. And a long call's operands, warm at the end of its own
+ * round, were partly evicted by the other library's round in between
+ * (oneDNN's dnnl_sgemm copies B on every call: 16 MB more for 64 x 4096
+ * x 1024): with two timed calls a round and no warm-up, tessel's
+ * bert-large 64-row layers read 78-90 GF/s against 90-96 warm in one
+ * process, the median falling between cold and warm calls. */
 #define ROUND_WARMUP_S 0.002
-#define ROUND_WARMUP_MAX_CALL_S 0.005
 
 /* Prepares the call, warms it up and decides how many calls to time. */
 static int start_timing(const bench_lib *lib, const bench_problem *p, const float *A,
@@ -418,15 +422,13 @@ static int time_round(const bench_lib *lib, lib_timing *lt, int round, const tim
     char err[256] = "";
     int want = (lt->reps * (round + 1) + TIMING_ROUNDS - 1) / TIMING_ROUNDS;
     int least = (tp->min_reps * (round + 1) + TIMING_ROUNDS - 1) / TIMING_ROUNDS;
-    if (lt->call_s < ROUND_WARMUP_MAX_CALL_S) {
-        double warm_until = now_s() + ROUND_WARMUP_S;
-        do {
-            if (lib->run(lt->call, err, sizeof err) != 0) {
-                fprintf(stderr, "  %s: run failed: %s\n", lib->name, err);
-                return -1;
-            }
-        } while (now_s() < warm_until);
-    }
+    double warm_until = now_s() + ROUND_WARMUP_S;
+    do {
+        if (lib->run(lt->call, err, sizeof err) != 0) {
+            fprintf(stderr, "  %s: run failed: %s\n", lib->name, err);
+            return -1;
+        }
+    } while (now_s() < warm_until);
     double deadline = now_s() + 10.0 * tp->target_s / TIMING_ROUNDS;
     while (lt->done < want && (lt->done < least || now_s() < deadline)) {
         double t0 = now_s();
