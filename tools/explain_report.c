@@ -295,7 +295,7 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                !p->pack_a ? "read in place (too few rows to pay for the copy)"
                           : "packed tile by tile",
                p->pack_b && p->b_from_memory
-                   ? "packed into nr-wide panels, 16 rows at a time across each block (it "
+                   ? "packed into nr-wide panels, a few rows at a time across each block (it "
                      "comes from memory: the prefetchers follow its rows)"
                : p->pack_b ? "packed into nr-wide panels"
                : p->b_from_memory
