@@ -620,10 +620,11 @@ static bool row_panels_hide_latency(const plan_model *m, int64_t rows)
  * 1.00-1.01, so not those. Against oneDNN (`compare-crowded-rows-row-
  * form.md`, 4 rounds, 1 thread) new / old: 2-4 x 3072 x 768 1.72-1.75, 5
  * rows 0.93 (medians 1.06 against 1.02), bert-large's 2-5 x 1024-4096 x
- * 1024-4096 1.28-2.31. At 2
- * threads the split along K leaves each thread half of such a B, which
- * takes tiles: a split-K share by the form ran both threads at 29 GF/s
- * each where one alone ran 60 (not understood yet). */
+ * 1024-4096 1.28-2.31. At 2 threads the split along K leaves each thread
+ * half of such a B, which keeps tiles: the form over such halves took
+ * 0.46-1.52 of their time, in one process, calls alternating, the same
+ * shape flipping from run to run (2-4 x 3072 x 768, 2-4 x 4096 x 1024, 3
+ * x 1024 x 4096), so no rule there. */
 static bool row_form_plan(const plan_model *m, const gemm_shape *s)
 {
     if (s->N <= 0 || s->K <= 0 || s->M < 1)
