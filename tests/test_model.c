@@ -229,7 +229,14 @@ static void zen4_by_hand(void)
         CHECK(p.row == crowded[i].row && (!p.row || p.b_from_memory),
               "%lldx%lldx%lld at %d threads: row form %d, streaming %d", (long long)s.M,
               (long long)s.N, (long long)s.K, crowded[i].threads, p.row, p.b_from_memory);
+        const char *why = plan_row_form_reason(&m, &s);
+        CHECK(crowded[i].threads > 1 || (why != NULL) == p.row,
+              "%lldx%lldx%lld: reason \"%s\" for row form %d", (long long)s.M, (long long)s.N,
+              (long long)s.K, why ? why : "(none)", p.row);
     }
+    gemm_shape crowding = {.M = 3, .N = 3072, .K = 768};
+    const char *why = plan_row_form_reason(&m, &crowding);
+    CHECK(why && strstr(why, "L1 sets"), "3x3072x768: the row form's reason names the L1 sets");
     /* B is packed past a few row tiles. Where the L2 feeds the tile at
      * its pace (one FMA pipe: 6.6 bytes a cycle) from 11 tiles (141 rows
      * of 14) at 1 thread and 38 (519 rows) at more, whatever B's shape;

@@ -270,11 +270,15 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                s->M > 0 && s->N > 0 ? ": C = beta C" : "");
         return;
     }
-    if (p->row && p->b_from_memory)
-        printf("plan      row form, streaming: %lld row%s of A times B, both read in place, "
+    const char *why = p->row ? plan_row_form_reason(m, s) : NULL;
+    if (p->row && p->b_from_memory && s->M == 1)
+        printf("plan      row form, streaming: 1 row of A times B, both read in place, "
                "nothing packed; each thread's share of B outgrows its L2, so 8 of its rows "
-               "at a time are read whole and summed into C's row%s\n", (long long)s->M,
-               s->M == 1 ? "" : "s", s->M == 1 ? " in L2" : "s");
+               "at a time are read whole and summed into C's row in L2\n");
+    else if (p->row && p->b_from_memory)
+        printf("plan      row form, streaming%s%s%s: %lld rows of A times B, both read in "
+               "place, nothing packed; 8 rows of B at a time are read whole and summed into "
+               "C's rows\n", why ? " (" : "", why ? why : "", why ? ")" : "", (long long)s->M);
     else if (p->row)
         printf("plan      row form: %lld row%s of A times B, %s; each row of B read a block "
                "of C's row%s at a time, %s, a run the hardware prefetchers follow\n",

@@ -239,6 +239,11 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
 bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules,
                              const plan_choice *v);
 
+/* Why the rules run shape s on one thread by the row form (plan_gemm.c,
+ * row_form_plan), in a few words for `tessel explain`; NULL where they
+ * do not. (A split along K plans each thread's share of s the same way.) */
+const char *plan_row_form_reason(const plan_model *m, const gemm_shape *s);
+
 /* The plan for one choice; knobs that do not apply to the shape (packing
  * B^T in place, a width other than a pre-packed B's, a dot plan) fall back
  * to the rules'. The choice actually used is in p->choice. */

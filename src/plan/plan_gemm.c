@@ -625,18 +625,34 @@ static bool row_panels_hide_latency(const plan_model *m, int64_t rows)
  * 0.46-1.52 of their time, in one process, calls alternating, the same
  * shape flipping from run to run (2-4 x 3072 x 768, 2-4 x 4096 x 1024, 3
  * x 1024 x 4096), so no rule there. */
-static bool row_form_plan(const plan_model *m, const gemm_shape *s)
+const char *plan_row_form_reason(const plan_model *m, const gemm_shape *s)
 {
     if (s->N <= 0 || s->K <= 0 || s->M < 1)
-        return false;
-    if (s->prepacked_kc > 0)
-        return s->M == 1 || (s->M <= UK_ROW_MAX_M && row_panels_hide_latency(m, s->M));
+        return NULL;
+    if (s->prepacked_kc > 0) {
+        if (s->M == 1)
+            return "one row";
+        return s->M <= UK_ROW_MAX_M && row_panels_hide_latency(m, s->M)
+                   ? "each row's share of the accumulators hides the FMA latency"
+                   : NULL;
+    }
     if (!b_rows_in_place(s))
-        return false;
-    return s->M == 1 || (s->M <= UK_ROW_STREAM_MAX_M && b_streams_from_memory(m, s)) ||
-           (s->M <= ROW_FORM_FULL_L3_MAX_M && b_outgrows_l3_part(m, s, 2)) ||
-           (s->M <= ROW_FORM_CROWDED_MAX_M && b_rows_crowd_l1_sets(m, s) &&
-            b_outgrows_l3_part(m, s, 4));
+        return NULL;
+    if (s->M == 1)
+        return "one row";
+    if (s->M <= UK_ROW_STREAM_MAX_M && b_streams_from_memory(m, s))
+        return "B comes from memory";
+    if (s->M <= ROW_FORM_FULL_L3_MAX_M && b_outgrows_l3_part(m, s, 2))
+        return "B takes over half the L3";
+    if (s->M <= ROW_FORM_CROWDED_MAX_M && b_rows_crowd_l1_sets(m, s) &&
+        b_outgrows_l3_part(m, s, 4))
+        return "B's rows crowd one or two L1 sets and B takes over a quarter of the L3";
+    return NULL;
+}
+
+static bool row_form_plan(const plan_model *m, const gemm_shape *s)
+{
+    return plan_row_form_reason(m, s) != NULL;
 }
 
 /* Row plans: the columns, in whole vectors (pre-packed B: in its
