@@ -341,13 +341,16 @@ static void zen4_by_hand(void)
                      &(plan_choice){.pack_b = PLAN_B_IN_PLACE}, &p);
     CHECK(p.nv == m.nv && p.b_prefetch == 16, "32 wide in place: prefetch %d rows",
           p.b_prefetch);
-    /* B^T with few rows of A takes the dot tiles while their lane sums
-     * cost less than the copy of B (M vec <= K): 4 or 16 rows over K =
-     * 768, 4 rows over 64; not 16 rows over 64 or 8 over 64 (attention at
-     * a few tokens), whose B^T is packed; narrower than a vector, always. */
+    /* B^T takes the dot tiles while their lane sums cost less than the
+     * copy of B and the lanes a panel wastes (plan_gemm.c,
+     * dot_beats_panels): 4 or 16 rows over K = 768, 4 or 8 rows over 64;
+     * attention's 17 or 24 tokens over 17 columns, which take two vectors
+     * a panel; not 16 rows over 64 columns, nor 17 or 32 tokens over as
+     * many full vectors of columns; narrower than a vector, always. */
     struct { int64_t M, N, K; bool dot; } dots[] = {
-        {4, 768, 768, true}, {16, 768, 768, true}, {4, 64, 64, true},
-        {16, 64, 64, false}, {8, 64, 64, false}, {16, 5, 64, true}};
+        {4, 768, 768, true}, {16, 768, 768, true}, {4, 64, 64, true},   {8, 64, 64, true},
+        {16, 64, 64, false}, {17, 64, 64, false},  {32, 32, 64, false}, {17, 17, 64, true},
+        {24, 17, 64, true},  {16, 5, 64, true}};
     for (size_t i = 0; i < sizeof dots / sizeof dots[0]; i++) {
         gemm_shape nt = {.M = dots[i].M, .N = dots[i].N, .K = dots[i].K, .transb = true};
         plan_gemm_choice(&m, &nt, 1, &(plan_choice){0}, &p);

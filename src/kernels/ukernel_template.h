@@ -265,40 +265,47 @@ ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args 
  * of the mr x nj accumulators is summed across its lanes at the end. No
  * packing at all: what pays for small M, where a copy of B would cost more
  * than the product. */
-/* The lane sums of up to V vectors at once, folded pairwise: at each
- * level two vectors whose outputs span w lanes each become one whose
- * outputs span w/2, each output's two halves added (x's outputs in the
- * low half, y's in the high). After log2 V levels lane k holds the sum of
- * vector k. Summing each vector alone took log2 V shuffles and adds per
- * output; folded, 4x5 dot tiles take about two shuffles and one add per
- * output (12 x (5x5x64) B^T: 80 shuffles and 80 adds a tile before). */
+/* The lane sums of v[0..n), n at most V and at most 8, folded pairwise:
+ * at each level two vectors whose outputs span w lanes each become one
+ * whose outputs span w/2, each output's two halves added (x's outputs in
+ * the low half, y's in the high). After log2 V levels lane k holds the
+ * sum of vector k: about two shuffles and one add an output, where
+ * summing each vector alone took log2 V of each. The folds are written
+ * on values, v only read: folded in place in an array, GCC kept every
+ * dot tile's accumulators on the stack, zeroed and spilled there (12 x
+ * (17x17x64) B^T ran at a third of the FMA peak). */
 #define UK_FOLD_LANE(w, r, half)                                                        \
     (((r) % (UK_VEC_FLOATS / 2)) / ((w) / 2) * (w) + ((r) % (UK_VEC_FLOATS / 2)) % ((w) / 2) + \
      (half) * ((w) / 2) + ((r) >= UK_VEC_FLOATS / 2 ? UK_VEC_FLOATS : 0))
 #define UK_FOLD_LO(w, r) UK_FOLD_LANE(w, r, 0)
 #define UK_FOLD_HI(w, r) UK_FOLD_LANE(w, r, 1)
-#define UK_FOLD_LEVEL(v, n, w)                                                           \
-    do {                                                                                 \
-        int folded_ = 0;                                                                 \
-        for (int i_ = 0; i_ < (n); i_ += 2, folded_++) {                                 \
-            uk_vec x_ = v[i_], y_ = i_ + 1 < (n) ? v[i_ + 1] : (uk_vec){0};               \
-            v[folded_] = __builtin_shufflevector(x_, y_, UK_LANES(UK_FOLD_LO, w)) +      \
-                         __builtin_shufflevector(x_, y_, UK_LANES(UK_FOLD_HI, w));       \
-        }                                                                                \
-        (n) = folded_;                                                                   \
-    } while (0)
+#define UK_FOLD(x, y, w)                                                                 \
+    (__builtin_shufflevector(x, y, UK_LANES(UK_FOLD_LO, w)) +                            \
+     __builtin_shufflevector(x, y, UK_LANES(UK_FOLD_HI, w)))
 
-static inline __attribute__((always_inline)) uk_vec uk_lane_sums(uk_vec v[UK_VEC_FLOATS], int n)
+static inline __attribute__((always_inline)) uk_vec uk_lane_sums(const uk_vec *v, int n)
 {
-#if UK_VEC_FLOATS >= 16
-    UK_FOLD_LEVEL(v, n, 16);
-#endif
+    const uk_vec z = {0};
+    uk_vec x0 = v[0], x1 = n > 1 ? v[1] : z, x2 = n > 2 ? v[2] : z, x3 = n > 3 ? v[3] : z;
 #if UK_VEC_FLOATS >= 8
-    UK_FOLD_LEVEL(v, n, 8);
+    uk_vec x4 = n > 4 ? v[4] : z, x5 = n > 5 ? v[5] : z, x6 = n > 6 ? v[6] : z,
+           x7 = n > 7 ? v[7] : z;
 #endif
-    UK_FOLD_LEVEL(v, n, 4);
-    UK_FOLD_LEVEL(v, n, 2);
-    return v[0];
+#if UK_VEC_FLOATS >= 16
+    uk_vec y0 = UK_FOLD(x0, x1, 16), y1 = UK_FOLD(x2, x3, 16), y2 = UK_FOLD(x4, x5, 16),
+           y3 = UK_FOLD(x6, x7, 16);
+    uk_vec u0 = UK_FOLD(y0, y1, 8), u1 = UK_FOLD(y2, y3, 8);
+    uk_vec t0 = UK_FOLD(u0, u1, 4);
+    return UK_FOLD(t0, z, 2);
+#elif UK_VEC_FLOATS == 8
+    uk_vec y0 = UK_FOLD(x0, x1, 8), y1 = UK_FOLD(x2, x3, 8), y2 = UK_FOLD(x4, x5, 8),
+           y3 = UK_FOLD(x6, x7, 8);
+    uk_vec u0 = UK_FOLD(y0, y1, 4), u1 = UK_FOLD(y2, y3, 4);
+    return UK_FOLD(u0, u1, 2);
+#else
+    uk_vec y0 = UK_FOLD(x0, x1, 4), y1 = UK_FOLD(x2, x3, 4);
+    return UK_FOLD(y0, y1, 2);
+#endif
 }
 
 /* A vector of x[0..count), zero beyond: the k remainder. */
@@ -338,31 +345,36 @@ dotkernel_body(const int mr, const int nj, const ukernel_args *args)
     }
     if (p < k) {
         int rest = (int)(k - p);
+#pragma GCC unroll 4
         for (int i = 0; i < mr; i++)
             av[i] = uk_load_partial(a + i * lda + p, rest);
+#pragma GCC unroll 8
         for (int j = 0; j < nj; j++)
             bv[j] = uk_load_partial(b + j * ldb + p, rest);
+#pragma GCC unroll 4
         for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
             for (int j = 0; j < nj; j++)
                 acc[i][j] += av[i] * bv[j];
     }
-    /* The mr x nj lane sums, V at a time, row by row. */
-    float sums[UK_DOT_MAX_MR * UK_DOT_MAX_NJ + UK_VEC_FLOATS];
+    /* Row by row: the row's nj lane sums folded into the first lanes of
+     * a vector (V at a time where a vector is narrower than nj), scaled
+     * as a vector and stored as nj floats. Folding all mr x nj sums at
+     * once through an array made GCC keep every accumulator on the stack
+     * (zeroed there, spilled there), slower than the folds it saved. */
 #pragma GCC unroll 4
-    for (int k0 = 0; k0 < mr * nj; k0 += UK_VEC_FLOATS) {
-        uk_vec group[UK_VEC_FLOATS];
-        int n = mr * nj - k0 < UK_VEC_FLOATS ? mr * nj - k0 : UK_VEC_FLOATS;
-#pragma GCC unroll 16
-        for (int k = 0; k < n; k++)
-            group[k] = acc[(k0 + k) / nj][(k0 + k) % nj];
-        uk_store(sums + k0, uk_lane_sums(group, n));
-    }
     for (int i = 0; i < mr; i++) {
         float *c = args->c + i * args->ldc;
-        for (int j = 0; j < nj; j++) {
-            float out = args->alpha * sums[i * nj + j];
-            c[j] = args->beta != 0.0f ? out + args->beta * c[j] : out;
-        }
+        float out[UK_DOT_MAX_NJ + UK_VEC_FLOATS];
+#pragma GCC unroll 8
+        for (int j0 = 0; j0 < nj; j0 += UK_VEC_FLOATS)
+            uk_store(out + j0, args->alpha * uk_lane_sums(acc[i] + j0, nj - j0 < UK_VEC_FLOATS
+                                                                             ? nj - j0
+                                                                             : UK_VEC_FLOATS));
+        if (args->beta != 0.0f)
+            for (int j = 0; j < nj; j++)
+                out[j] += args->beta * c[j];
+        memcpy(c, out, (size_t)nj * sizeof(float));
     }
 }
 

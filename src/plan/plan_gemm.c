@@ -18,20 +18,24 @@ static const int SMALL_M_TILES = 2;
  * is packed. */
 static const int64_t PACK_A_MIN_ROWS = 8, PACK_A_MIN_PANELS = 6;
 /* Up to this many rows, op(B) = B^T is read in place by dot-product tiles
- * rather than packed: the copy of B would cost more than the product.
- * But each output's lane sum costs about 2 log2(vec) shuffles and adds
+ * rather than packed, where A and B^T outgrow half the L2 (below,
+ * dot_beats_panels weighs the two): the copy of B would cost more than
+ * the product. But each output's lane sum costs shuffles and adds
  * whatever K is, against K / vec FMAs, while the copy of B is shared by
  * the M rows: the dot tiles pay only while M vec <= K. Ratio to oneDNN,
- * dot tiles / B^T packed, 12 matrices, 1 thread: 16x64x64 0.35 / 0.76,
- * 8x64x64 0.48 / 0.83, 2x64x64 0.85 / 0.81; 8x64x128 0.74 / 0.83,
- * 4x64x128 1.20 / 0.86; 16x64x192 0.75 / 0.90, 16x64x256 0.86 / 0.84;
- * one matrix, 16x768x768 1.11 / 0.87, 16x4096x4096 0.99 / 0.57. In
- * bench/compare (`compare-dot-pays.md`), 12 x (16x16x64) 1.66x at 1
- * and 2 threads, 32 x (16x16x128) 1.16x / 0.98x. (Measured with a lane
- * sum per output; the ukernel now folds V of them at once, about three
- * shuffles and adds an output, and these bounds were not measured
- * again.) */
+ * dot tiles / B^T packed, one matrix, 1 thread: 16x768x768 1.11 / 0.87,
+ * 16x4096x4096 0.99 / 0.57 (measured with an older, slower lane sum). */
 static const int64_t DOT_MAX_M = 16;
+/* Where A and B^T sit in the L2, the two forms' costs in vec-wide FMAs an
+ * output of C. Dot tiles: K / vec FMAs and the lane sum's folds, about
+ * DOT_FOLD_FMAS. Panels: K / vec FMAs over the panel's padded width
+ * (17 columns take two vectors) plus the copy of B^T, K floats a column
+ * shared by the M rows at PACK_FMAS_PER_FLOAT each. Fitted on 12
+ * matrices, 1 thread, AVX-512 on the AMD EPYC of 2026-12-05, dot / panel
+ * time measured (predicted): 32x32x64 1.42 (1.42), 8x64x64 0.96 (0.96),
+ * 17x17x64 0.75 (0.75), 24x24x64 1.00 (1.06), 17x64x64 1.25 (1.24),
+ * 32x32x128 1.12 (1.13), 17x17x128 0.58 (0.60), 5x5x64 0.39 (0.38). */
+static const double DOT_FOLD_FMAS = 2.76, PACK_FMAS_PER_FLOAT = 0.38;
 /* How far ahead the ukernel prefetches B. Packed panels stream from L2
  * and are asked for about a kilobyte ahead (measured on 2048^3: +10%
  * over none, flat from 1 to 1.5 KB). B read in place has rows kilobytes
@@ -460,12 +464,21 @@ int64_t plan_kc(const plan_model *m, int64_t K)
  * transposed first (ops/gemm.c) where it fills at most half the lanes.
  * The copy costs about what 32 rows of A do against it, so a panel that
  * wastes little is kept: 32x15x3072 took 50 us by dot tiles, 45 by one. */
+static bool dot_beats_panels(const plan_model *m, const gemm_shape *s)
+{
+    if ((double)(s->M + s->N) * (double)s->K * sizeof(float) > (double)m->l2_bytes / 2)
+        return s->M <= DOT_MAX_M && s->M * m->vec <= s->K;
+    double steps = (double)s->K / m->vec;
+    double padded = (double)((s->N + m->vec - 1) / m->vec * m->vec) / (double)s->N;
+    return steps + DOT_FOLD_FMAS < steps * padded + PACK_FMAS_PER_FLOAT * (double)s->K / (double)s->M;
+}
+
 static bool dot_product_plan(const plan_model *m, const gemm_shape *s)
 {
     if (s->transa || s->prepacked_kc > 0 || s->K < m->vec || s->N <= 0)
         return false;
     if (s->transb)
-        return (s->M <= DOT_MAX_M && s->M * m->vec <= s->K) || s->N < m->vec;
+        return s->N < m->vec || dot_beats_panels(m, s);
     return 2 * s->N <= m->vec;
 }
 
