@@ -30,12 +30,14 @@ static const int64_t DOT_MAX_M = 16;
  * output of C. Dot tiles: K / vec FMAs and the lane sum's folds, about
  * DOT_FOLD_FMAS. Panels: K / vec FMAs over the panel's padded width
  * (17 columns take two vectors) plus the copy of B^T, K floats a column
- * shared by the M rows at PACK_FMAS_PER_FLOAT each. Fitted on 12
- * matrices, 1 thread, AVX-512 on the AMD EPYC of 2026-12-05, dot / panel
- * time measured (predicted): 32x32x64 1.42 (1.42), 8x64x64 0.96 (0.96),
- * 17x17x64 0.75 (0.75), 24x24x64 1.00 (1.06), 17x64x64 1.25 (1.24),
- * 32x32x128 1.12 (1.13), 17x17x128 0.58 (0.60), 5x5x64 0.39 (0.38). */
-static const double DOT_FOLD_FMAS = 2.76, PACK_FMAS_PER_FLOAT = 0.38;
+ * shared by the M rows at PACK_FMAS_PER_FLOAT each. Fitted (least
+ * squares on the log of the ratio) on 12 matrices, 1 thread, AVX-512 on
+ * the AMD EPYC of 2026-12-05, dot / panel time measured (predicted):
+ * 32x32x64 1.35 (1.34), 8x64x64 0.88 (0.88), 12x64x64 1.07 (1.04),
+ * 16x64x64 1.12 (1.14), 17x64x64 1.21 (1.16), 17x17x64 0.72 (0.71),
+ * 24x24x64 0.95 (1.00), 43x43x64 1.31 (1.27), 32x32x128 1.03 (1.08),
+ * 17x17x128 0.57 (0.58). */
+static const double DOT_FOLD_FMAS = 2.46, PACK_FMAS_PER_FLOAT = 0.415;
 /* How far ahead the ukernel prefetches B. Packed panels stream from L2
  * and are asked for about a kilobyte ahead (measured on 2048^3: +10%
  * over none, flat from 1 to 1.5 KB). B read in place has rows kilobytes
