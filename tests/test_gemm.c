@@ -599,6 +599,22 @@ static void batched_cases(void)
         gc.nan_c = true;
         run_on(contexts[c], &gc);
     }
+    /* Attention's P V at a few dozen tokens, O = P V with V and O [S, 12 *
+     * 64] and each head's P [S, S] apart: A and B read in place in one k
+     * block (ops/gemm.c, run_in_place), tight and head-interleaved, every
+     * context, alpha and beta random (beta 0 over NaN). */
+    static const int64_t tokens[] = {5, 17, 24, 43};
+    for (int c = 0; c < N_CTX; c++)
+        for (size_t ti = 0; ti < sizeof tokens / sizeof tokens[0]; ti++) {
+            int64_t S = tokens[ti];
+            gemm_case gc = gemm_case_tight('N', 'N', S, 64, S, random_alpha(&r), random_beta(&r));
+            gc.nan_c = gc.beta == 0.0f;
+            gemm_case_batch(&gc, 12, test_rng_range(&r, 0, 5));
+            run_on(contexts[c], &gc);
+            gc.ldb = gc.ldc = 12 * 64;
+            gc.stride_b = gc.stride_c = 64;
+            run_on(contexts[c], &gc);
+        }
 }
 
 /* The 600-sized and other large products, a few per thread count. */

@@ -672,6 +672,57 @@ static void transpose_narrow_b(const gemm_call *c, float *bt)
     }
 }
 
+/* Whether the plan reads A and B in place, in one k block and one column
+ * block of full panels, from rows of B close enough together that
+ * nothing is prefetched: then a tile is only its ukernel call, and
+ * run_in_place makes them without the blocking's bookkeeping. That was a
+ * tenth of a call on attention's P V at a few dozen tokens (12 x
+ * (24x64x24): run_tile, point_at_b, a ukernel lookup each tile), matrices
+ * of a microsecond whose ukernels are as fast as OpenBLAS's. */
+static bool runs_in_place(const gemm_call *c, const gemm_plan *p, int64_t n0, int64_t n1)
+{
+    return !p->pack_a && !p->pack_b && !p->b_from_memory && !c->packed && !c->epilogue &&
+           !c->ahead && c->b_cs == 1 && c->K <= p->kc && n1 - n0 <= p->nc &&
+           (n1 - n0) % p->nr == 0 && c->b_rs * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
+}
+
+/* Row tiles [t0, t1) across the full panels of columns [n0, n1), in the
+ * order run_share takes them, each a ukernel call on A and B in place. */
+static void run_in_place(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
+                         int64_t n0, int64_t n1)
+{
+    ukernel_args args;
+    args.k = c->K;
+    args.a_rs = c->a_rs;
+    args.a_cs = c->a_cs;
+    args.b_rs = c->b_rs;
+    args.b_prefetch = 0;
+    args.b_prefetch_steps = 0;
+    args.b_copy = NULL;
+    args.ldc = c->ldc;
+    args.alpha = c->alpha;
+    args.beta = c->beta;
+    args.n = p->nr;
+    ukernel_desc desc = {.isa = p->isa, .a_packed = false, .nv = p->nv, .mr = 0};
+    ukernel_fn ukernel = NULL;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t r;
+        int mr;
+        plan_tile_rows(p, t, &r, &mr);
+        if (mr != desc.mr) {
+            desc.mr = mr;
+            ukernel = ukernel_lookup(&desc);
+        }
+        args.m = mr;
+        args.a = c->A + r * c->a_rs;
+        for (int64_t col = n0; col < n1; col += p->nr) {
+            args.b = c->B + col;
+            args.c = c->C + r * c->ldc + col;
+            ukernel(&args);
+        }
+    }
+}
+
 /* Runs the plan's share `t` of one matrix: its part of the grid, or all
  * of it in a split along K (run_k_share gives it its rows of B); in a
  * split along N, units [u0, u1) (panels; for dot plans, column tiles),
@@ -722,7 +773,9 @@ static void run_plan_units(const gemm_call *c, const gemm_plan *p, int t, int64_
         n0 = u0 * p->nr;
         n1 = min64(c->N, u1 * p->nr);
     }
-    if (t0 < t1 && n0 < n1)
+    if (t0 < t1 && n0 < n1 && runs_in_place(c, p, n0, n1))
+        run_in_place(c, p, t0, t1, n0, n1);
+    else if (t0 < t1 && n0 < n1)
         run_share(c, p, t0, t1, n0, n1, a_buf, b_buf);
 }
 
