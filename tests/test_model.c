@@ -94,6 +94,22 @@ static void zen4_by_hand(void)
     few.transb = true;
     plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);
     CHECK(p.nv == m.nv, "2x2304x768, B^T: %d vectors wide", p.nv);
+    /* 7-9 rows, past the widest tile and within one 48-wide tile, take it
+     * over a B whose rows crowd the L1 sets (3072 and 1024 floats apart),
+     * not over 2304 or 768; 10 rows, past one 48-wide tile, keep 32. */
+    struct { int64_t M, N, K; int nv; } crowded_rows[] = {
+        {7, 3072, 768, 3}, {9, 3072, 768, 3}, {8, 1024, 4096, 3}, {7, 4096, 1024, 3},
+        {7, 2304, 768, 2}, {9, 768, 768, 2},  {10, 3072, 768, 2}};
+    for (size_t i = 0; i < sizeof crowded_rows / sizeof crowded_rows[0]; i++)
+        for (int threads = 1; threads <= 2; threads++) {
+            gemm_shape shape = {.M = crowded_rows[i].M, .N = crowded_rows[i].N,
+                                .K = crowded_rows[i].K};
+            plan_gemm_choice(&m, &shape, threads, &(plan_choice){0}, &p);
+            CHECK(p.nv == crowded_rows[i].nv && p.ntiles == 1,
+                  "%lldx%lldx%lld, %d threads: %d vectors wide, %lld row tiles",
+                  (long long)shape.M, (long long)shape.N, (long long)shape.K, threads, p.nv,
+                  (long long)p.ntiles);
+        }
     /* 15-16 rows, one past the main tile: one 16-wide tile of 16 rows
      * covers them where the 32-wide family needs two tiles, each reading
      * B; 14 and 17 rows keep the main width, and so does B^T. With two

@@ -864,6 +864,21 @@ static bool short_b_rows_go_wide(const plan_model *m, const gemm_shape *s)
            s->N * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
 }
 
+/* Rows that one tile of a wider width covers but the widest does not
+ * (7-9 rows on AVX-512: 9 of 48 wide, 6 of 64), over a B read in place
+ * whose rows crowd the L1 sets (b_rows_crowd_l1_sets), take that width:
+ * each k step reads three lines of a crowded row where the 32-wide tile
+ * reads two, and A's elements are read in fewer panels. Time 48 / 32
+ * wide in one process (make bench-ab), Zen 4, 1 / 2 threads: 7-9 x 3072
+ * x 768 0.89-0.92 / 0.89-1.03, 7 and 9 x 4096 x 1024 0.78-0.89 / 0.83,
+ * 8 x 1024 x 4096 0.88 / 0.96; where the rows do not crowd, 7 x 768 x 768
+ * and x 2304 x 768, it lost (1.04 / 1.03-1.07), so those keep the rules'
+ * width. The width, or 0. */
+static int crowded_rows_width(const plan_model *m, const gemm_shape *s)
+{
+    return b_rows_crowd_l1_sets(m, s) ? widest_in_tiles(m, s, 1) : 0;
+}
+
 /* The main tile width a choice asks for, if the family has a usable tile
  * of it; a pre-packed B fixes the width it was packed with. N a little
  * wider than the model's panel, not a multiple of it and within the
@@ -894,6 +909,9 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
     int few_rows_nv = c->nv == 0 ? few_rows_width(m, s) : 0;
     if (few_rows_nv > 0)
         return few_rows_nv;
+    int crowded_nv = c->nv == 0 ? crowded_rows_width(m, s) : 0;
+    if (crowded_nv > 0)
+        return crowded_nv;
     if (c->nv == 0 && one_narrow_tile_covers(m, s))
         return 1;
     int two_tiles_nv = c->nv == 0 ? two_tiles_width(m, s) : 0;
