@@ -283,6 +283,7 @@ ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args 
     (__builtin_shufflevector(x, y, UK_LANES(UK_FOLD_LO, w)) +                            \
      __builtin_shufflevector(x, y, UK_LANES(UK_FOLD_HI, w)))
 
+/* v[k], or the zero vector z (uk_lane_sums' own) past the n given. */
 #define UK_TAKE(v, n, k) ((n) > (k) ? (v)[k] : z)
 static inline __attribute__((always_inline)) uk_vec uk_lane_sums(const uk_vec *v, int n)
 {
@@ -310,6 +311,7 @@ static inline __attribute__((always_inline)) uk_vec uk_lane_sums(const uk_vec *v
     uk_vec u0 = UK_FOLD(x0, x1, 4), u1 = UK_FOLD(x2, x3, 4);
     return UK_FOLD(u0, u1, 2);
 }
+#undef UK_TAKE
 
 /* A vector of x[0..count), zero beyond: the k remainder. */
 static inline __attribute__((always_inline)) uk_vec uk_load_partial(const float *x, int count)

@@ -783,9 +783,11 @@ static void run_plan_units(const gemm_call *c, const gemm_plan *p, int t, int64_
         n0 = u0 * p->nr;
         n1 = min64(c->N, u1 * p->nr);
     }
-    if (t0 < t1 && n0 < n1 && runs_in_place(c, p, n0, n1))
+    if (t0 >= t1 || n0 >= n1)
+        return;
+    if (runs_in_place(c, p, n0, n1))
         run_in_place(c, p, t0, t1, n0, n1);
-    else if (t0 < t1 && n0 < n1)
+    else
         run_share(c, p, t0, t1, n0, n1, a_buf, b_buf);
 }
 

@@ -459,13 +459,10 @@ int64_t plan_kc(const plan_model *m, int64_t K)
     return even_kc(m->kc, K);
 }
 
-/* Few rows times B^T: the dot-product tiles read both in place. So does
- * op(B) narrower than a vector at any M (a matrix times a few vectors),
- * where a panel would fill most of its lanes with zeros (128x1x768 took
- * 33 us that way, against 4.6 for oneDNN): B^T read in place, or B
- * transposed first (ops/gemm.c) where it fills at most half the lanes.
- * The copy costs about what 32 rows of A do against it, so a panel that
- * wastes little is kept: 32x15x3072 took 50 us by dot tiles, 45 by one. */
+/* Whether dot tiles cost less than B^T packed into panels, by the fitted
+ * costs above (DOT_FOLD_FMAS, PACK_FMAS_PER_FLOAT) where A and B^T sit in
+ * half the L2, else by the rule measured on larger operands (DOT_MAX_M,
+ * M vec <= K). */
 static bool dot_beats_panels(const plan_model *m, const gemm_shape *s)
 {
     if ((double)(s->M + s->N) * (double)s->K * sizeof(float) > (double)m->l2_bytes / 2)
@@ -475,6 +472,13 @@ static bool dot_beats_panels(const plan_model *m, const gemm_shape *s)
     return steps + DOT_FOLD_FMAS < steps * padded + PACK_FMAS_PER_FLOAT * (double)s->K / (double)s->M;
 }
 
+/* Few rows times B^T: the dot-product tiles read both in place. So does
+ * op(B) narrower than a vector at any M (a matrix times a few vectors),
+ * where a panel would fill most of its lanes with zeros (128x1x768 took
+ * 33 us that way, against 4.6 for oneDNN): B^T read in place, or B
+ * transposed first (ops/gemm.c) where it fills at most half the lanes.
+ * The copy costs about what 32 rows of A do against it, so a panel that
+ * wastes little is kept: 32x15x3072 took 50 us by dot tiles, 45 by one. */
 static bool dot_product_plan(const plan_model *m, const gemm_shape *s)
 {
     if (s->transa || s->prepacked_kc > 0 || s->K < m->vec || s->N <= 0)
