@@ -105,8 +105,9 @@ int main(int argc, char **argv)
         return usage();
 
     tessel_ctx *ctx;
-    if (tessel_ctx_create(&ctx, threads) != TESSEL_OK) {
-        fprintf(stderr, "plan_ab: %s\n", tessel_last_error());
+    tessel_status st = tessel_ctx_create(&ctx, threads);
+    if (TESSEL_IS_ERROR(st)) {
+        fprintf(stderr, "plan_ab: %s: %s\n", tessel_status_str(st), tessel_last_error());
         return 1;
     }
     const plan_model *model = api_ctx_model(ctx);
