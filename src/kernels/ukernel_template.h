@@ -163,6 +163,12 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
     /* Read once: the copy's stores might alias *args as far as the
      * compiler knows, and it reloaded k from memory every step. */
     const int64_t k = args->k;
+    /* The copy reads B's rows for the first time, kilobytes apart, from L3
+     * or memory: a step's near prefetch arrives too late from memory, so
+     * each step also asks for a row further on into L2, and the last steps
+     * for the next panel's first rows, which no step of this call would. */
+    const int64_t copy_ahead = copy_b ? args->b_copy_ahead : 0;
+    const float *const copy_next = copy_b ? args->b_copy_next : NULL;
     for (int64_t p = 0; p < k; p++) {
         if (b_ahead && p < prefetch_steps) {
 #pragma GCC unroll 4
@@ -170,6 +176,18 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b,
                 __builtin_prefetch(b + b_ahead + v * UK_VEC_FLOATS);
             if (b_straddles)
                 __builtin_prefetch(b + b_ahead + nv * UK_VEC_FLOATS - 1);
+        }
+        if (copy_ahead) {
+            const float *far = p + copy_ahead < k ? b + copy_ahead * b_rs
+                               : copy_next       ? copy_next + (p + copy_ahead - k) * b_rs
+                                                 : NULL;
+            if (far) {
+#pragma GCC unroll 4
+                for (int v = 0; v < nv; v++)
+                    __builtin_prefetch(far + v * UK_VEC_FLOATS, 0, 2);
+                if (b_straddles)
+                    __builtin_prefetch(far + nv * UK_VEC_FLOATS - 1, 0, 2);
+            }
         }
         uk_vec bv[UK_MAX_NV];
 #pragma GCC unroll 4
