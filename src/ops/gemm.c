@@ -225,6 +225,16 @@ static int64_t prefetch_steps(int64_t ahead, int64_t rs, int width, int64_t left
     return min64(kb, last / rs + 1);
 }
 
+/* Rows ahead the first tile's copy of B asks for into L2 (ukernel.h,
+ * b_copy_ahead), wrapping to the next panel's first rows. AMD EPYC family
+ * 25, 1 thread, time with / without (medians of four processes each):
+ * 150 and 252 x 2304 x 768 0.975, 512x3072x768 0.975, 200x768x3072
+ * 0.96, 384x768x768 0.99; 2 threads, and 32-100 rows, level. In one
+ * process, 24 rows gained two thirds as much, 36-64 the same; without
+ * the wrap 36 rows gained half. Asked for by every tile reading B in
+ * place (no copy), it gained nothing. */
+enum { COPY_L2_AHEAD_ROWS = 40 };
+
 /* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide;
  * the first row tile of a block that packs on first use reads full panels
  * in place and leaves them packed in b_buf.
@@ -239,16 +249,6 @@ static int64_t prefetch_steps(int64_t ahead, int64_t rs, int width, int64_t left
  * and 30-40% at 3 KB and more. B streamed from memory is prefetched
  * along its rows instead (plan_gemm.c, STREAM_PREFETCH_BYTES), wherever
  * they lie. */
-/* Rows ahead the first tile's copy of B asks for into L2 (ukernel.h,
- * b_copy_ahead), wrapping to the next panel's first rows. AMD EPYC family
- * 25, 1 thread, time with / without (medians of four processes each):
- * 150 and 252 x 2304 x 768 0.975, 512x3072x768 0.975, 200x768x3072
- * 0.96, 384x768x768 0.99; 2 threads, and 32-100 rows, level. In one
- * process, 24 rows gained two thirds as much, 36-64 the same; without
- * the wrap 36 rows gained half. Asked for by every tile reading B in
- * place (no copy), it gained nothing. */
-enum { COPY_L2_AHEAD_ROWS = 40 };
-
 static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *blk, int64_t jr,
                        int cols, float *b_buf, bool first_tile, ukernel_args *args)
 {
@@ -271,8 +271,10 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *bl
         args->b = c->B + pc * c->b_rs + col;
         args->b_rs = c->b_rs;
         args->b_copy = b_buf + jr * p->nr * kb;
-        /* Rows the far prefetch wraps to stay within the block's rows;
-         * past its last column they run on into B's next row. */
+        /* Only where the block is deeper than the distance, so that the
+         * rows wrapped to in the next panel are rows of this block (past
+         * B's last column they run on into its next row). Rows close
+         * together are left to the hardware prefetchers, as below. */
         bool far = kb > COPY_L2_AHEAD_ROWS && !rows_close;
         args->b_copy_ahead = far ? COPY_L2_AHEAD_ROWS : 0;
         args->b_copy_next = far && jr + 1 < blk->panels ? args->b + p->nr : NULL;
