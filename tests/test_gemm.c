@@ -784,6 +784,36 @@ static void streamed_b_cases(void)
     streamed_groups_case(m);
 }
 
+/* B read in place with rows that collide in the L1 (ldb a multiple of
+ * half an L1 way): the first row tile of each block also asks for rows
+ * far ahead into L2, and in its last k steps for the next panel's first
+ * rows (ops/gemm.c, ask_l2_ahead). Asked for (B in place, kc at most 96)
+ * and put in the plan caches of 1, 2 and 3 threads: three row tiles,
+ * four k blocks of 73-74 rows, a masked last panel, beta 0 over NaN.
+ * Where the probe knows the L1, the plan is checked to ask. */
+static void l2_ahead_cases(void)
+{
+    const int64_t ldb = 1024; /* 4 KiB */
+    for (int c = 1; c < N_CTX; c++) {
+        const plan_model *m = api_ctx_model(contexts[c]);
+        gemm_shape s = {.M = 2 * m->mr + 3, .N = 300, .K = 3 * 96 + 7};
+        plan_choice choice = {.kc = 96, .pack_b = PLAN_B_IN_PLACE};
+        gemm_plan p;
+        plan_gemm_choice(m, &s, c, &choice, &p);
+        const hw_cache *l1 = hw_data_cache(&m->hw, 1);
+        if (l1 && l1->ways > 0 && (ldb * 4) % (l1->size_bytes / l1->ways / 2) == 0)
+            CHECK(!p.pack_b && plan_b_l2_ahead(&p, ldb * (int64_t)sizeof(float)),
+                  "%lldx%lldx%lld, %d threads, B in place with ldb %lld: rows asked far ahead",
+                  (long long)s.M, (long long)s.N, (long long)s.K, c, (long long)ldb);
+        plan_key key = plan_key_make(&s, c);
+        plan_cache_insert(contexts[c]->plans, &key, &p);
+        gemm_case gc = gemm_case_tight('N', 'N', s.M, s.N, s.K, 0.5f, 0.0f);
+        gc.ldb = ldb;
+        gc.nan_c = true;
+        run_on(contexts[c], &gc);
+    }
+}
+
 /* Plans split along K (plan_gemm.c, k_split_pays): each thread its rows
  * of op(B), the partial products summed into C after the run (ops/gemm.c).
  * Asked for on shapes the reference checks quickly and put in the plan
@@ -988,6 +1018,7 @@ void suite_gemm(void)
     narrow_b_cases();
     row_cases();
     streamed_b_cases();
+    l2_ahead_cases();
     direct_and_planned_cases(contexts[2]);
     for (int c = 1; c < N_CTX; c++)
         tessel_ctx_destroy(contexts[c]);

@@ -29,11 +29,12 @@ enum { UK_MAX_MR = 16, UK_MAX_NV = 4, UK_DOT_MAX_MR = 4, UK_DOT_MAX_NJ = 8 };
  * end of what B is read from). With
  * b_copy set, the ukernel also stores each row of B it reads at
  * b_copy + p * nr: a full-width B panel read in place comes out packed
- * for the tiles after it. Those rows come from L3 or memory, so the copy
- * also asks for the row b_copy_ahead steps on into L2 (0: none, else
- * under k), and its last b_copy_ahead steps for the first rows of the
- * next panel it will read, b_copy_next (its first row, b_rs apart; NULL:
- * none). The tile's top-left element of C is c. Only
+ * for the tiles after it. Rows read in place from L3 or memory, kilobytes
+ * apart, come too late for the near prefetch: each k step also asks for
+ * the row b_l2_ahead steps on into L2 (0: none, else under k), and the
+ * last b_l2_ahead steps for the first rows of the next panel to be read,
+ * b_l2_next (its first row, b_rs apart; NULL: none). The tile's top-left
+ * element of C is c. Only
  * m x n of the tile is written; beta == 0 never reads C. */
 typedef struct ukernel_args {
     int64_t k;
@@ -44,8 +45,8 @@ typedef struct ukernel_args {
     int64_t b_prefetch; /* floats past each row of B read to prefetch, or 0 */
     int64_t b_prefetch_steps; /* only the first this many k steps prefetch */
     float *b_copy;   /* where to store the B rows read, packed; or NULL */
-    int64_t b_copy_ahead;      /* with b_copy: rows ahead asked for into L2 */
-    const float *b_copy_next;  /* with b_copy: the next panel read in place */
+    int64_t b_l2_ahead;        /* rows ahead asked for into L2, or 0 */
+    const float *b_l2_next;    /* the next panel read in place, or NULL */
     float *c;
     int64_t ldc;
     float alpha, beta;

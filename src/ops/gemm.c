@@ -225,15 +225,34 @@ static int64_t prefetch_steps(int64_t ahead, int64_t rs, int width, int64_t left
     return min64(kb, last / rs + 1);
 }
 
-/* Rows ahead the first tile's copy of B asks for into L2 (ukernel.h,
- * b_copy_ahead), wrapping to the next panel's first rows. AMD EPYC family
- * 25, 1 thread, time with / without (medians of four processes each):
- * 150 and 252 x 2304 x 768 0.975, 512x3072x768 0.975, 200x768x3072
- * 0.96, 384x768x768 0.99; 2 threads, and 32-100 rows, level. In one
- * process, 24 rows gained two thirds as much, 36-64 the same; without
- * the wrap 36 rows gained half. Asked for by every tile reading B in
- * place (no copy), it gained nothing. */
-enum { COPY_L2_AHEAD_ROWS = 40 };
+/* Rows ahead that the first row tile of a block, which reads B from L3
+ * or memory, asks for into L2 (ukernel.h, b_l2_ahead), wrapping to the
+ * next panel's first rows: as it copies B, and as it reads B in place
+ * where B's rows collide in the L1 (plan_b_l2_ahead). AMD EPYC family 25,
+ * time with / without, the copy (medians of four processes each), 1
+ * thread: 150 and 252 x 2304 x 768 0.975, 512x3072x768 0.975,
+ * 200x768x3072 0.96, 384x768x768 0.99; 2 threads, and 32-100 rows,
+ * level. In one process, 24 rows gained two thirds as much, 36-64 the
+ * same; without the wrap 36 rows gained half. In place, rows 12-16 KiB
+ * apart, new / old speed (medians of five processes each; the old one
+ * varied by a fifth from process to process), 1 thread: 17 x 1024 x
+ * 4096, 2048 x 2048, 3072 x 768 1.11, 1.20, 1.11; 64 x 1024 x 4096,
+ * 3072 x 1024 1.11, 1.06; 2 threads 17 rows 1.08-1.18, 64 rows
+ * 1.05-1.09, 100-512 x 3072 x 768 level. Asked for by every tile
+ * reading B in place it lost 2-10% to this on 2 threads, and where rows
+ * do not collide (3 or 9 KiB apart) it gained 0-2% on 1 thread and lost
+ * 0-8% on 2. Only where the block is deeper than the distance, so that
+ * the rows wrapped to in the next panel are rows of this block (past B's
+ * last column they run on into its next row). */
+enum { L2_AHEAD_ROWS = 40 };
+
+static void ask_l2_ahead(const b_block *blk, int64_t jr, const gemm_plan *p, ukernel_args *args)
+{
+    if (blk->kb <= L2_AHEAD_ROWS)
+        return;
+    args->b_l2_ahead = L2_AHEAD_ROWS;
+    args->b_l2_next = jr + 1 < blk->panels ? args->b + p->nr : NULL;
+}
 
 /* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide;
  * the first row tile of a block that packs on first use reads full panels
@@ -256,11 +275,12 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *bl
     const int width = panel_width(p, cols);
     args->b_rs = width;
     args->b_copy = NULL;
-    args->b_copy_ahead = 0;
-    args->b_copy_next = NULL;
+    args->b_l2_ahead = 0;
+    args->b_l2_next = NULL;
     /* Rows ahead, as the plan says, or floats ahead along each row. */
     int64_t rows_ahead = p->b_prefetch, along = 0;
-    bool rows_close = c->b_rs * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
+    int64_t row_bytes = c->b_rs * (int64_t)sizeof(float);
+    bool rows_close = row_bytes <= PLAN_CLOSE_B_ROW_BYTES;
     /* Floats from the panel's start to the end of what it is read from:
      * B's last element, the pre-packed weights', the block's packed
      * panels'. */
@@ -271,13 +291,10 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *bl
         args->b = c->B + pc * c->b_rs + col;
         args->b_rs = c->b_rs;
         args->b_copy = b_buf + jr * p->nr * kb;
-        /* Only where the block is deeper than the distance, so that the
-         * rows wrapped to in the next panel are rows of this block (past
-         * B's last column they run on into its next row). Rows close
-         * together are left to the hardware prefetchers, as below. */
-        bool far = kb > COPY_L2_AHEAD_ROWS && !rows_close;
-        args->b_copy_ahead = far ? COPY_L2_AHEAD_ROWS : 0;
-        args->b_copy_next = far && jr + 1 < blk->panels ? args->b + p->nr : NULL;
+        /* Rows close together are left to the hardware prefetchers, as
+         * below. */
+        if (!rows_close)
+            ask_l2_ahead(blk, jr, p, args);
         left = in_place_left;
         if (rows_close)
             rows_ahead = 0;
@@ -299,8 +316,10 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *bl
         args->b_rs = c->b_rs;
         left = in_place_left;
         along = p->b_prefetch_along;
-        if (rows_close || plan_b_unprefetched(p, c->b_rs * (int64_t)sizeof(float)))
+        if (rows_close || plan_b_unprefetched(p, row_bytes))
             rows_ahead = 0;
+        else if (first_tile && plan_b_l2_ahead(p, row_bytes))
+            ask_l2_ahead(blk, jr, p, args);
     }
     args->b_prefetch = along ? along : rows_ahead * args->b_rs;
     args->b_prefetch_steps = prefetch_steps(args->b_prefetch, args->b_rs, width, left, kb);

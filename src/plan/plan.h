@@ -183,6 +183,10 @@ typedef struct gemm_plan {
      * is not prefetched (0: always prefetched; see plan_gemm.c and
      * plan_b_unprefetched). */
     int64_t b_unprefetched_stride;
+    /* B read in place whose rows lie a multiple of this many bytes apart
+     * is also asked for rows ahead into L2 (0: never; see plan_gemm.c
+     * and plan_b_l2_ahead). */
+    int64_t b_l2_ahead_stride;
     /* B packed by the call into a kc x nc block that fits the L1: the
      * ukernel does not prefetch its panels (plan_gemm.c, packed_block_in_l1). */
     bool b_panels_in_l1;
@@ -219,6 +223,12 @@ static inline bool plan_b_unprefetched(const gemm_plan *p, int64_t row_bytes)
     return p->b_unprefetched_stride > 0 && row_bytes % p->b_unprefetched_stride == 0;
 }
 
+/* Whether plan p asks for B, read in place with rows `row_bytes` apart
+ * (the call's ldb), rows ahead into L2 as well. */
+static inline bool plan_b_l2_ahead(const gemm_plan *p, int64_t row_bytes)
+{
+    return p->b_l2_ahead_stride > 0 && row_bytes % p->b_l2_ahead_stride == 0;
+}
 
 /* Whether `batch` matrices of shape s are worth splitting over threads
  * (a batch by matrices, one matrix by its plan's split): only when one

@@ -1192,6 +1192,12 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     if (!p->pack_b && !streams_in_place && s->M <= UNPREFETCHED_MAX_ROWS &&
         l1 && l1->ways > 0 && l3 && s->K * s->N * (int64_t)sizeof(float) < l3->size_bytes / 3)
         p->b_unprefetched_stride = l1->size_bytes / l1->ways;
+    /* Rows that collide in the L1 (b_rows_collide) also come late from
+     * the L2 and L3, where the hardware prefetchers leave them: the first
+     * row tile asks for them far ahead (ops/gemm.c, L2_AHEAD_ROWS). */
+    p->b_l2_ahead_stride = 0;
+    if (!p->pack_b && !streams_in_place && l1 && l1->ways > 0)
+        p->b_l2_ahead_stride = l1->size_bytes / l1->ways / 2;
 
     /* Threads: try both splits, keep the one predicted to end first
      * unless the choice names one. The threads of a split along M pack
