@@ -408,39 +408,71 @@ static void zen4_by_hand(void)
               model_tile_verdict(&slow, 14, 2).failed == TILE_RULE_PASSES,
           "1.88 FMAs a cycle: 16x16 fails the load ports, 14x32 passes");
 
+    /* B read in place within a third of the L3 runs as one block, K and N
+     * whole (plan_gemm.c, WHOLE_B_L3_PARTS): on one thread, and on two
+     * where a split along M gives each as many row tiles; not 5 tiles
+     * split along M, nor a B of 16 MiB. */
+    gemm_shape ffn = {.M = 64, .N = 768, .K = 3072}; /* B 9 MiB of 32 */
+    plan_gemm(&m, &ffn, 1, &p);
+    CHECK(!p.pack_b && p.b_one_block && p.kc == 3072 && p.nc == 768 && !p.nc_half_l2,
+          "64x768x3072: one block, kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
+    plan_gemm_choice(&m, &ffn, 2, &(plan_choice){.split = 'M'}, &p);
+    CHECK(p.split == 'M' && p.ntiles % 2 == 1 && !p.b_one_block && p.kc < 3072,
+          "64x768x3072 along M on 2 threads, %lld tiles: kc %lld", (long long)p.ntiles,
+          (long long)p.kc);
+    ffn.M = 4 * m.mr;
+    plan_gemm_choice(&m, &ffn, 2, &(plan_choice){.split = 'M'}, &p);
+    CHECK(p.split == 'M' && p.ntiles == 4 && p.b_one_block && p.kc == 3072,
+          "%lldx768x3072 along M on 2 threads: one block", (long long)ffn.M);
+    gemm_shape large = {.M = 64, .N = 1024, .K = 4096}; /* 16 MiB */
+    plan_gemm(&m, &large, 1, &p);
+    CHECK(!p.pack_b && !p.b_one_block && p.kc < 4096, "64x1024x4096: kc %lld",
+          (long long)p.kc);
+
+    /* The rules below size B's blocks by the L2, where the L3 does not
+     * keep B (unknown here, as a probe may leave it). */
+    hw_profile no_l3 = hw;
+    no_l3.ncaches = 0;
+    for (int i = 0; i < hw.ncaches; i++)
+        if (hw.caches[i].level < 3)
+            no_l3.caches[no_l3.ncaches++] = hw.caches[i];
+    plan_model l2m;
+    CHECK(plan_model_init(&l2m, &no_l3) == 0 && hw_data_cache(&l2m.hw, 3) == NULL,
+          "zen4 model without its L3 builds");
+
     /* One row tile (of more than one row: one row takes the row form):
      * K whole (kc 384 otherwise, 512 evened over 768) up to 768 rows,
      * while the tile's A rows fit half the L1 (16 KiB), wherever B is. */
     gemm_shape one_tile = {.M = 2, .N = 192, .K = 768}; /* B 576 KiB */
-    plan_gemm(&m, &one_tile, 1, &p);
+    plan_gemm(&l2m, &one_tile, 1, &p);
     CHECK(p.whole_k && p.kc == 768, "2x192x768: kc %lld", (long long)p.kc);
     one_tile.M = 6; /* A rows 18 KiB */
-    plan_gemm(&m, &one_tile, 1, &p);
+    plan_gemm(&l2m, &one_tile, 1, &p);
     CHECK(p.ntiles == 1 && !p.whole_k && p.kc < 768, "6x192x768: kc %lld", (long long)p.kc);
     /* At most 12 B panels a thread, the rules' kc doubled (deepen_kc),
      * the thread's block of B within half the L2; 24 panels keep it. */
     gemm_shape few_panels = {.M = 64, .N = 384, .K = 3072};
-    plan_gemm(&m, &few_panels, 1, &p);
-    CHECK(p.deep_kc && p.kc > m.kc_for[p.nv] && p.kc * p.nc * 4 <= m.l2_bytes / 2,
+    plan_gemm(&l2m, &few_panels, 1, &p);
+    CHECK(p.deep_kc && p.kc > l2m.kc_for[p.nv] && p.kc * p.nc * 4 <= l2m.l2_bytes / 2,
           "64x384x3072: kc %lld (rules' %lld), nc %lld", (long long)p.kc,
-          (long long)m.kc_for[p.nv], (long long)p.nc);
+          (long long)l2m.kc_for[p.nv], (long long)p.nc);
     few_panels.N = 768;
-    plan_gemm(&m, &few_panels, 1, &p);
-    CHECK(!p.deep_kc && p.kc <= m.kc_for[p.nv], "64x768x3072: kc %lld", (long long)p.kc);
+    plan_gemm(&l2m, &few_panels, 1, &p);
+    CHECK(!p.deep_kc && p.kc <= l2m.kc_for[p.nv], "64x768x3072: kc %lld", (long long)p.kc);
     gemm_shape split_n = {.M = 32, .N = 768, .K = 768};
     plan_choice along_n = {.split = 'N'};
-    plan_gemm_choice(&m, &split_n, 2, &along_n, &p);
+    plan_gemm_choice(&l2m, &split_n, 2, &along_n, &p);
     /* Here the rules' kc (384 over K 768) is already as deep as the
      * thread's half of the L2 allows, so it is not deepened further. */
     CHECK(p.split == 'N' && p.kc == 384 && p.nc <= 384,
           "32x768x768 along N on 2 threads: kc %lld, nc %lld", (long long)p.kc,
           (long long)p.nc);
     gemm_shape deep = {.M = 2, .N = 96, .K = 1536}; /* B 576 KiB */
-    plan_gemm(&m, &deep, 1, &p);
+    plan_gemm(&l2m, &deep, 1, &p);
     CHECK(!p.whole_k && p.kc < 768, "2x96x1536: kc %lld", (long long)p.kc);
-    gemm_shape wide = {.M = 2, .N = 3072, .K = 384}; /* B 4.5 MiB, in L3 */
+    gemm_shape wide = {.M = 2, .N = 3072, .K = 384}; /* B 4.5 MiB */
     for (int threads = 1; threads <= 2; threads++) {
-        plan_gemm(&m, &wide, threads, &p);
+        plan_gemm(&l2m, &wide, threads, &p);
         CHECK(p.whole_k && p.kc == 384, "2x3072x384 on %d threads: kc %lld", threads,
               (long long)p.kc);
     }
@@ -878,10 +910,14 @@ static void planner_invariants(void)
     gemm_shape pv = {.M = 512, .N = 2 * m.nr, .K = 512};
     plan_gemm_choice(&m, &pv, 1, &(plan_choice){0}, &p);
     CHECK(p.whole_k && p.kc == 512, "512x%lldx512: kc %lld", (long long)pv.N, (long long)p.kc);
+    /* Past half the L2 K is blocked, unless B read in place runs as one
+     * block, kept by a third of the L3 (plan_gemm.c, WHOLE_B_L3_PARTS). */
     pv.K = m.l2_bytes / (int64_t)sizeof(float) / pv.N;
     plan_gemm_choice(&m, &pv, 1, &(plan_choice){0}, &p);
-    CHECK(!p.whole_k && p.kc < pv.K, "512x%lldx%lld: kc %lld", (long long)pv.N,
-          (long long)pv.K, (long long)p.kc);
+    bool one_block = !p.pack_b && l3 && pv.K * pv.N * 4 <= l3->size_bytes / 3;
+    CHECK(!p.whole_k && p.b_one_block == one_block && (one_block ? p.kc == pv.K : p.kc < pv.K),
+          "512x%lldx%lld: kc %lld, one block %d", (long long)pv.N, (long long)pv.K,
+          (long long)p.kc, p.b_one_block);
 
     gemm_shape layer = {.M = 1, .N = 768, .K = 768};
     plan_gemm(&m, &layer, 1, &p);

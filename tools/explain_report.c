@@ -133,6 +133,10 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
         printf("          K whole: only %lld B panel%s read each A micro-panel, so keeping it in "
                "L1 saves little; one k block saves a pass over C\n", (long long)p->npanels,
                p->npanels == 1 ? "" : "s");
+    if (p->b_one_block)
+        printf("          K and N whole: B, read in place, stays in the L3 between calls; one "
+               "block saves each tile a pass over C per k block, and the L3 keeps the panels "
+               "coming\n");
     if (p->deep_kc)
         printf("          kc deepened: a thread runs at most %lld B panels, few to keep an A "
                "micro-panel in L1 for, and each k block costs every tile a call and a pass "

@@ -175,6 +175,9 @@ typedef struct gemm_plan {
     bool b_from_memory;
     /* One or two B panels: K runs in one block (see plan_gemm.c). */
     bool whole_k;
+    /* B read in place that the L3 keeps between calls: one kc x nc
+     * block, the whole of B (see plan_gemm.c, WHOLE_B_L3_PARTS). */
+    bool b_one_block;
     int b_prefetch;           /* rows of B the ukernel prefetches ahead */
     /* B streamed in place (b_from_memory): floats ahead along each row
      * to prefetch instead of rows ahead (see plan_gemm.c), or 0. */

@@ -151,6 +151,19 @@ static const int64_t L2_FED_IN_PLACE_MAX_TILES = 10;
  * 0.975, 512x1024x1024 and 300x768x3072 0.99-1.00; 512x3072x768 1.01,
  * 1000^3 1.06, 1024^3 1.03, 2048^3 1.08. Hence up to 512 rows. */
 static const int64_t L2_FED_IN_PLACE_MAX_TILES_THREADS = 37;
+/* B read in place, up to this part of the L3 (which keeps it between
+ * calls), runs as one block, K and N whole: the rules' kc and the nc that
+ * kept the block in half the L2 cost every tile a pass over C per k block
+ * and every panel a start the near prefetch does not cover, while the
+ * L3 and the prefetchers keep the panels coming. AMD EPYC family 25 (L2 1
+ * MiB, L3 32 MiB), in one process, time in one block / as the rules had
+ * it (kc 384-615, nc 256-288; medians of three processes each): 1
+ * thread, 8-119 rows x 768 x 768, 2304 x 768, 768 x 3072, 3072 x 768,
+ * 1024 x 1024 0.94-0.98, 6x192x768, 64x384x3072, 512x64x4096 0.96-0.97,
+ * 2x768x3072 1.02; 2 threads 2-77 rows 0.91-0.98, 300-384 rows
+ * 0.94-0.95, 100-511 rows otherwise level. Past the third: 64 x 4096 x
+ * 1024 and x 1024 x 4096 (16 MiB) 1.04-1.05 (kc and nc 1024). */
+static const int64_t WHOLE_B_L3_PARTS = 3;
 /* Row tiles up to which B streamed from memory is read in place, and deep
  * B in panels one cache line wide (see b_read_in_place). */
 static const int64_t STREAM_IN_PLACE_MAX_TILES = 7;
@@ -1034,6 +1047,29 @@ static bool copy_passes_l2(const gemm_shape *s, const gemm_plan *p)
            p->ntiles < COPY_PASS_MAX_TILES;
 }
 
+/* Whether B, read in place, runs as one block, K and N whole
+ * (WHOLE_B_L3_PARTS). Not where a split along M leaves the threads
+ * unequal counts of row tiles: they claim a block's tiles one at a time,
+ * and over several blocks a thread that ends its share early takes more
+ * of the next, but in one block the thread with a tile more sets the
+ * time. Two threads, 119 x 768 x 3072 (9 tiles) one block / the rules'
+ * kc and nc 1.08, 64x384x3072 (5 tiles) 1.14. */
+static bool b_runs_as_one_block(const plan_model *m, const gemm_shape *s, const gemm_plan *p)
+{
+    const hw_cache *l3 = hw_data_cache(&m->hw, 3);
+    if (p->pack_b || !l3 || s->K * s->N * (int64_t)sizeof(float) > l3->size_bytes / WHOLE_B_L3_PARTS)
+        return false;
+    return p->split != 'M' || p->threads == 1 || p->ntiles % p->threads == 0;
+}
+
+static void make_one_block(const gemm_shape *s, gemm_plan *p)
+{
+    p->b_one_block = true;
+    p->kc = s->K;
+    p->nc = (s->N + p->nr - 1) / p->nr * p->nr;
+    p->nc_half_l2 = false;
+}
+
 /* A thread that runs few B panels keeps each A micro-panel in L1 for
  * few of them, which is what the rules' kc is sized for, while every k
  * block costs each tile a ukernel call and a pass over its C. At most
@@ -1246,8 +1282,13 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     p->threads = along_m ? t_m : t_n;
     memcpy(p->bounds, along_m ? bounds_m : bounds_n, sizeof(int64_t) * (size_t)(p->threads + 1));
     p->fma_cycles = along_m ? fma_m : fma_n;
-    if (c->kc == 0 && c->nc == 0 && s->prepacked_kc == 0 && !p->whole_k && !streams_in_place)
-        deepen_kc(m, s, p);
+    p->b_one_block = false;
+    if (c->kc == 0 && c->nc == 0 && s->prepacked_kc == 0 && !streams_in_place) {
+        if (b_runs_as_one_block(m, s, p))
+            make_one_block(s, p);
+        else if (!p->whole_k)
+            deepen_kc(m, s, p);
+    }
     p->b_panels_in_l1 = packed_block_in_l1(m, s, p);
     double kblocks = (double)((s->K + p->kc - 1) / p->kc);
     p->calls = (double)p->ntiles * (double)p->npanels * kblocks / p->threads;
