@@ -409,21 +409,30 @@ static void zen4_by_hand(void)
           "1.88 FMAs a cycle: 16x16 fails the load ports, 14x32 passes");
 
     /* B read in place within a third of the L3 runs as one block, K and N
-     * whole (plan_gemm.c, WHOLE_B_L3_PARTS): on one thread, and on two
-     * where a split along M gives each as many row tiles; not 5 tiles
-     * split along M, nor a B of 16 MiB. */
+     * whole (plan_gemm.c, WHOLE_B_L3_PARTS), but not a B of 16 MiB; where
+     * a split along M gives the threads unequal counts of row tiles, N is
+     * cut in a block a thread (split_lone_block). */
     gemm_shape ffn = {.M = 64, .N = 768, .K = 3072}; /* B 9 MiB of 32 */
     plan_gemm(&m, &ffn, 1, &p);
     CHECK(!p.pack_b && p.b_one_block && p.kc == 3072 && p.nc == 768 && !p.nc_half_l2,
           "64x768x3072: one block, kc %lld, nc %lld", (long long)p.kc, (long long)p.nc);
     plan_gemm_choice(&m, &ffn, 2, &(plan_choice){.split = 'M'}, &p);
-    CHECK(p.split == 'M' && p.ntiles % 2 == 1 && !p.b_one_block && p.kc < 3072,
-          "64x768x3072 along M on 2 threads, %lld tiles: kc %lld", (long long)p.ntiles,
-          (long long)p.kc);
+    CHECK(p.split == 'M' && p.ntiles == 5 && p.b_one_block && p.kc == 3072 && p.nc == 384,
+          "64x768x3072 along M on 2 threads, %lld tiles: kc %lld, nc %lld", (long long)p.ntiles,
+          (long long)p.kc, (long long)p.nc);
     ffn.M = 4 * m.mr;
     plan_gemm_choice(&m, &ffn, 2, &(plan_choice){.split = 'M'}, &p);
-    CHECK(p.split == 'M' && p.ntiles == 4 && p.b_one_block && p.kc == 3072,
+    CHECK(p.split == 'M' && p.ntiles == 4 && p.b_one_block && p.kc == 3072 && p.nc == 768,
           "%lldx768x3072 along M on 2 threads: one block", (long long)ffn.M);
+    /* B in panels takes K whole up to 1.5 times the kc (512 here), else
+     * the kc evened out: pre-packed handles (plan_kc) and B packed by the
+     * call alike. */
+    CHECK(plan_kc(&m, 768) == 768 && plan_kc(&m, 769) == 385 && plan_kc(&m, 1024) == 512,
+          "plan_kc 768, 769, 1024: %lld, %lld, %lld", (long long)plan_kc(&m, 768),
+          (long long)plan_kc(&m, 769), (long long)plan_kc(&m, 1024));
+    gemm_shape packed_layer = {.M = 512, .N = 768, .K = 768};
+    plan_gemm(&m, &packed_layer, 1, &p);
+    CHECK(p.pack_b && p.kc == 768, "512x768x768 packs B, kc %lld", (long long)p.kc);
     gemm_shape large = {.M = 64, .N = 1024, .K = 4096}; /* 16 MiB */
     plan_gemm(&m, &large, 1, &p);
     CHECK(!p.pack_b && !p.b_one_block && p.kc < 4096, "64x1024x4096: kc %lld",

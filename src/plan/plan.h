@@ -136,8 +136,9 @@ typedef struct gemm_shape {
     int64_t prepacked_kc;     /* B already packed with this kc; 0 if not */
 } gemm_shape;
 
-/* The kc the model blocks K with: its kc, evened out over the k blocks
- * (K = 800 with kc 700 runs as 2 x 400, not 700 + 100). */
+/* The kc the model blocks B in panels with: K whole up to 1.5 times its
+ * kc, else its kc evened out over the k blocks (K = 1200 with kc 700
+ * runs as 2 x 600, not 700 + 500). */
 int64_t plan_kc(const plan_model *m, int64_t K);
 
 /* The knobs a plan may turn away from the model's rules: what the tuner

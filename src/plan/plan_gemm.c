@@ -447,6 +447,18 @@ static double split_cols(const plan_model *m, const gemm_plan *p, int threads, i
     return balance(units, threads, prefix, bounds);
 }
 
+/* B in panels takes K whole up to this many halves of the rules' kc:
+ * K 768 in one block of 768, not two of 384 (kc 512), which cost each
+ * tile a pass over C more, though A's micro-panel then outgrows the L1
+ * (the L2 feeds it; model_l2_feeds_tile). AMD EPYC family 25, in one
+ * process, new / old speed (medians of three processes): packed by the
+ * call, 1 thread, 150-1024 x 768 x 768, 2304 x 768, 3072 x 768
+ * 1.00-1.02; 2 threads, 688-2048 rows 0.99-1.02; pre-packed, 1 thread,
+ * 17-512 rows 1.01-1.02, 2 threads 17-64 rows 1.01-1.02. Not where the
+ * first tile's copy passes the L2 (copy_passes_l2), whose cap on nc
+ * would then halve. */
+static const int64_t PACKED_WHOLE_K_HALVES = 3;
+
 /* kc evened out over the k blocks K needs at most kc per block. */
 static int64_t even_kc(int64_t kc, int64_t K)
 {
@@ -467,9 +479,16 @@ static int64_t even_nc(int64_t nc, int64_t N, int nr)
     return (even + nr - 1) / nr * nr;
 }
 
+/* kc for B in panels (packed by the call, or pre-packed): K whole up to
+ * PACKED_WHOLE_K_HALVES halves of the rules' kc, else evened out. */
+static int64_t packed_kc(int64_t kc, int64_t K)
+{
+    return 2 * K <= PACKED_WHOLE_K_HALVES * kc ? K : even_kc(kc, K);
+}
+
 int64_t plan_kc(const plan_model *m, int64_t K)
 {
-    return even_kc(m->kc, K);
+    return packed_kc(m->kc, K);
 }
 
 /* Whether dot tiles cost less than B^T packed into panels, by the fitted
@@ -1048,18 +1067,35 @@ static bool copy_passes_l2(const gemm_shape *s, const gemm_plan *p)
 }
 
 /* Whether B, read in place, runs as one block, K and N whole
- * (WHOLE_B_L3_PARTS). Not where a split along M leaves the threads
- * unequal counts of row tiles: they claim a block's tiles one at a time,
- * and over several blocks a thread that ends its share early takes more
- * of the next, but in one block the thread with a tile more sets the
- * time. Two threads, 119 x 768 x 3072 (9 tiles) one block / the rules'
- * kc and nc 1.08, 64x384x3072 (5 tiles) 1.14. */
+ * (WHOLE_B_L3_PARTS; N may then be cut for the threads, split_lone_block). */
 static bool b_runs_as_one_block(const plan_model *m, const gemm_shape *s, const gemm_plan *p)
 {
     const hw_cache *l3 = hw_data_cache(&m->hw, 3);
-    if (p->pack_b || !l3 || s->K * s->N * (int64_t)sizeof(float) > l3->size_bytes / WHOLE_B_L3_PARTS)
-        return false;
-    return p->split != 'M' || p->threads == 1 || p->ntiles % p->threads == 0;
+    return !p->pack_b && l3 &&
+           s->K * s->N * (int64_t)sizeof(float) <= l3->size_bytes / WHOLE_B_L3_PARTS;
+}
+
+/* A split along M whose threads get unequal counts of row tiles, over
+ * B in one block, cuts N into a block a thread. The threads claim a
+ * block's tiles one at a time, and over several blocks one that ends
+ * early takes more of the next; in one block the thread with a tile more
+ * sets the time. Two threads, in one process, time with N halved / in
+ * one block: 119 x 768 x 3072 (9 tiles) 0.97, 64x384x3072 (5 tiles)
+ * 0.94, 119 and 255 x 768 x 768 0.94-0.95, 200x768x768 pre-packed (K
+ * whole) 0.95; 150x768x768 pre-packed level. Only where the thread
+ * with most tiles has over LONE_BLOCK_SLACK more than an equal share:
+ * each block more packs A's tiles once more. */
+static const double LONE_BLOCK_SLACK = 0.02;
+static void split_lone_block(const gemm_shape *s, gemm_plan *p)
+{
+    if (p->split != 'M' || p->threads < 2 || p->npanels < p->threads || s->K > p->kc ||
+        s->N > p->nc)
+        return;
+    int64_t most = (p->ntiles + p->threads - 1) / p->threads;
+    if ((double)(most * p->threads) <= (1.0 + LONE_BLOCK_SLACK) * (double)p->ntiles)
+        return;
+    int64_t panels = (p->npanels + p->threads - 1) / p->threads;
+    p->nc = even_nc(panels * p->nr, s->N, p->nr);
 }
 
 static void make_one_block(const gemm_shape *s, gemm_plan *p)
@@ -1193,6 +1229,8 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m, threads);
     p->b_from_memory = b_streams_from_memory(m, s);
     bool streams_in_place = !p->pack_b && p->b_from_memory;
+    if (p->pack_b && c->kc == 0 && s->prepacked_kc == 0 && !p->whole_k && !copy_passes_l2(s, p))
+        p->kc = packed_kc(m->kc_for[p->nv], s->K);
     if (streams_in_place) {
         p->whole_k = false;
         p->kc = even_kc(stream_kc(m), s->K);
@@ -1289,6 +1327,8 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
         else if (!p->whole_k)
             deepen_kc(m, s, p);
     }
+    if (c->nc == 0)
+        split_lone_block(s, p);
     p->b_panels_in_l1 = packed_block_in_l1(m, s, p);
     double kblocks = (double)((s->K + p->kc - 1) / p->kc);
     p->calls = (double)p->ntiles * (double)p->npanels * kblocks / p->threads;
