@@ -356,7 +356,7 @@ static void run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk,
     /* Every field is set below before the ukernel runs. (A designated
      * initializer zeroed the struct first with `rep stos`, whose start-up
      * was half of this function's time on 192 x (17x64x17).) */
-    ukernel_args args;
+    ukernel_args args = {0};
     args.k = blk->kb;
     args.m = mr;
     args.ldc = c->ldc;
@@ -472,6 +472,7 @@ static void run_block_by_panels(const gemm_call *c, const gemm_plan *p, const b_
     int64_t a_stride = round_up(UK_MAX_MR * blk->kb, 16);
     for (int64_t t = t0; t < t1; t++) {
         ukernel_args *args = &tile_args[t - t0];
+        *args = (ukernel_args){0};
         int mr;
         plan_tile_rows(p, t, &tile_row[t - t0], &mr);
         const float *a = c->A + tile_row[t - t0] * c->a_rs + blk->pc * c->a_cs;
@@ -499,7 +500,7 @@ static void run_block_by_panels(const gemm_call *c, const gemm_plan *p, const b_
         int cols = (int)min64(p->nr, blk->nb - jr * p->nr);
         /* Packs the masked last panel only: full ones are read in place. */
         prepare_b_panel(c, p, blk, jr, false, b_buf);
-        ukernel_args panel;
+        ukernel_args panel = {0};
         point_at_b(c, p, blk, jr, cols, b_buf, false, &panel);
         int64_t wrap = jr - (blk->panels - ahead);
         if (next && cols == p->nr && wrap >= 0 && panel.b_prefetch) {
@@ -739,7 +740,7 @@ static bool runs_in_place(const gemm_call *c, const gemm_plan *p, int64_t n0, in
 static void run_in_place(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
                          int64_t n0, int64_t n1)
 {
-    ukernel_args args;
+    ukernel_args args = {0};
     args.k = c->K;
     args.a_rs = c->a_rs;
     args.a_cs = c->a_cs;
