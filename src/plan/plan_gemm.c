@@ -963,12 +963,15 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
  * column of every row in one or two of its sets, so a panel's k steps
  * evict each other (taking ldb as N, as plans are keyed). Strides of 3
  * KiB (768 floats) spread over four and were not seen to suffer. */
-static bool b_rows_collide(const plan_model *m, const gemm_shape *s)
+static int64_t l1_half_way(const plan_model *m)
 {
     const hw_cache *l1 = hw_data_cache(&m->hw, 1);
-    if (!l1 || l1->ways <= 0)
-        return false;
-    int64_t half_way = l1->size_bytes / l1->ways / 2;
+    return l1 && l1->ways > 0 ? l1->size_bytes / l1->ways / 2 : 0;
+}
+
+static bool b_rows_collide(const plan_model *m, const gemm_shape *s)
+{
+    int64_t half_way = l1_half_way(m);
     return half_way > 0 && s->N * (int64_t)sizeof(float) % half_way == 0;
 }
 
@@ -1269,9 +1272,7 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     /* Rows that collide in the L1 (b_rows_collide) also come late from
      * the L2 and L3, where the hardware prefetchers leave them: the first
      * row tile asks for them far ahead (ops/gemm.c, L2_AHEAD_ROWS). */
-    p->b_l2_ahead_stride = 0;
-    if (!p->pack_b && !streams_in_place && l1 && l1->ways > 0)
-        p->b_l2_ahead_stride = l1->size_bytes / l1->ways / 2;
+    p->b_l2_ahead_stride = !p->pack_b && !streams_in_place ? l1_half_way(m) : 0;
 
     /* Threads: try both splits, keep the one predicted to end first
      * unless the choice names one. The threads of a split along M pack
