@@ -137,6 +137,11 @@ void explain_print_blocking(const plan_model *m, const gemm_plan *p, const gemm_
         printf("          K and N whole: B, read in place, stays in the L3 between calls; one "
                "block saves each tile a pass over C per k block, and the L3 keeps the panels "
                "coming\n");
+    if ((p->pack_b || s->prepacked_kc > 0) && !p->whole_k && !p->deep_kc &&
+        p->kc > m->kc_for[p->nv])
+        printf("          kc past the model's: B in panels runs k blocks up to twice its "
+               "depth, as the L2 feeds A's micro-panel; a deeper block saves each tile "
+               "passes over C\n");
     if (p->deep_kc)
         printf("          kc deepened: a thread runs at most %lld B panels, few to keep an A "
                "micro-panel in L1 for, and each k block costs every tile a call and a pass "

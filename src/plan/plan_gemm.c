@@ -447,17 +447,26 @@ static double split_cols(const plan_model *m, const gemm_plan *p, int threads, i
     return balance(units, threads, prefix, bounds);
 }
 
-/* B in panels takes K whole up to this many halves of the rules' kc:
- * K 768 in one block of 768, not two of 384 (kc 512), which cost each
- * tile a pass over C more, though A's micro-panel then outgrows the L1
- * (the L2 feeds it; model_l2_feeds_tile). AMD EPYC family 25, in one
- * process, new / old speed (medians of three processes): packed by the
- * call, 1 thread, 150-1024 x 768 x 768, 2304 x 768, 3072 x 768
- * 1.00-1.02; 2 threads, 688-2048 rows 0.99-1.02; pre-packed, 1 thread,
- * 17-512 rows 1.01-1.02, 2 threads 17-64 rows 1.01-1.02. Not where the
- * first tile's copy passes the L2 (copy_passes_l2), whose cap on nc
- * would then halve. */
+/* B in panels (packed by the call, or pre-packed) runs k blocks of
+ * PACKED_KC_TIMES the rules' kc, and takes K whole up to
+ * PACKED_WHOLE_K_HALVES halves of that. The rules' kc keeps A's
+ * micro-panel in L1, but the L2 feeds it as fast as the FMAs use it
+ * (model_l2_feeds_tile), so a deeper block only saves each tile passes
+ * over C and each block a restart. Its nc is sized again for the deeper
+ * kc, so that the block keeps the bytes the L3 rule gives it
+ * (model_nc): with the rules' nc, 384x4096x1024 and 128x4096x4096 made a
+ * 16 MiB block and lost 4% and 8%. AMD EPYC family 25, new / old speed,
+ * medians of three processes, 1 thread: 2048^3, 1024^3, 1000^3
+ * 1.010-1.016; 256-2048 x 768 x 3072 1.005-1.015; 384-512 x 1024-4096 x
+ * 1024-4096 1.001-1.011; 128x4096x4096 1.005; K 768 level (its block
+ * was whole before). 2 threads: 2048^3 1.020, 1024^3 1.026, 1000^3
+ * 1.01, 512-2048 x 768 x 3072 1.01-1.04, the rest 0.98-1.03. Pre-packed,
+ * 5-1296 x 768 x 3072: 0.99-1.01 at 1 thread, 1.00-1.02 at 2. (K 768
+ * in one block, not two of 384, measured 1.00-1.02 the session before.)
+ * Not where the first tile's copy passes the L2 (copy_passes_l2), whose
+ * cap on nc would then halve. */
 static const int64_t PACKED_WHOLE_K_HALVES = 3;
+static const int64_t PACKED_KC_TIMES = 2;
 
 /* kc evened out over the k blocks K needs at most kc per block. */
 static int64_t even_kc(int64_t kc, int64_t K)
@@ -480,9 +489,11 @@ static int64_t even_nc(int64_t nc, int64_t N, int nr)
 }
 
 /* kc for B in panels (packed by the call, or pre-packed): K whole up to
- * PACKED_WHOLE_K_HALVES halves of the rules' kc, else evened out. */
+ * PACKED_WHOLE_K_HALVES halves of PACKED_KC_TIMES the rules' kc, else
+ * that evened out. */
 static int64_t packed_kc(int64_t kc, int64_t K)
 {
+    kc *= PACKED_KC_TIMES;
     return 2 * K <= PACKED_WHOLE_K_HALVES * kc ? K : even_kc(kc, K);
 }
 
@@ -1232,8 +1243,11 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m, threads);
     p->b_from_memory = b_streams_from_memory(m, s);
     bool streams_in_place = !p->pack_b && p->b_from_memory;
-    if (p->pack_b && c->kc == 0 && s->prepacked_kc == 0 && !p->whole_k && !copy_passes_l2(s, p))
+    if (p->pack_b && c->kc == 0 && s->prepacked_kc == 0 && !p->whole_k && !copy_passes_l2(s, p)) {
         p->kc = packed_kc(m->kc_for[p->nv], s->K);
+        if (c->nc == 0 && l2)
+            p->nc = model_nc(l2, hw_data_cache(&m->hw, 3), p->kc, m->bulk_mr[p->nv], p->nr);
+    }
     if (streams_in_place) {
         p->whole_k = false;
         p->kc = even_kc(stream_kc(m), s->K);
@@ -1520,7 +1534,8 @@ bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules,
      * was once given 48-wide panels packed (512x64x512). */
     bool other_width = v->nv && v->nv != rules->nv;
     /* The doubled kc is not taken either (tune --shapes still measures
-     * it): past the rules' kc the A micro-panel no longer stays (or
+     * it; B in panels runs it by rule, packed_kc, where the variant is the
+     * rules' plan again): past the model's kc the A micro-panel no longer stays (or
      * no longer fits) in L1 while B streams by, which no feature sees,
      * while the fitted weight of C (1.1-3.3 in today's calibrations)
      * makes halving the passes over C look like a gain. It was the
