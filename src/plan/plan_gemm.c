@@ -810,6 +810,45 @@ static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
            s->M <= narrow_mr && model_tile_verdict(m, narrow_mr, 1).failed == TILE_RULE_PASSES;
 }
 
+/* Whether B's rows, read in place, collide in the L1: a row stride that
+ * is a multiple of half an L1 way (2 KiB of 4 KiB here) puts the same
+ * column of every row in one or two of its sets, so a panel's k steps
+ * evict each other (taking ldb as N, as plans are keyed). Strides of 3
+ * KiB (768 floats) spread over four and were not seen to suffer. */
+static int64_t l1_half_way(const plan_model *m)
+{
+    const hw_cache *l1 = hw_data_cache(&m->hw, 1);
+    return l1 && l1->ways > 0 ? l1->size_bytes / l1->ways / 2 : 0;
+}
+
+static bool b_rows_collide(const plan_model *m, const gemm_shape *s)
+{
+    int64_t half_way = l1_half_way(m);
+    return half_way > 0 && s->N * (int64_t)sizeof(float) % half_way == 0;
+}
+
+/* On one thread, with one FMA pipe, a few rows more than the pipe keeps
+ * in flight (5-8 on Zen 4's AVX-512: latency 4 times 1 FMA a cycle)
+ * reading a shallow B in place whose rows spread over the L1 sets take
+ * the 16-wide tile: one chain a row is enough, and a panel one line wide
+ * reads each row's line once, the next panel's line already fetched
+ * beside it. Time 16 wide / the rules' (64 wide up to 6 rows, then 32 or
+ * 48), AMD EPYC family 25, medians of three processes, 1 thread: 5-6 x
+ * 768 x 768 and x 2304 x 768 0.92-0.94, 7-8 rows 0.96-1.01; 2 threads
+ * 0.98-1.02, so one thread only. It lost where K is deep (6 and 8 x 768
+ * x 3072 1.01-1.10: each panel's rows span more pages, as in
+ * ONE_TILE_WHOLE_K_MAX_ROWS), where rows collide (x 3072 x 768, 12 KiB
+ * apart: 1.10-1.53), at 4 rows (4 chains for a latency of 4: 1.03) and
+ * from 12 rows (1.01-1.02). */
+static bool few_rows_go_narrow(const plan_model *m, const gemm_shape *s, int threads)
+{
+    double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
+    return threads == 1 && m->hw.fma_per_cycle < 2.0 && m->nv > 1 && b_rows_in_place(s) &&
+           (double)s->M > in_flight && (double)s->M <= 2.0 * in_flight &&
+           s->K <= ONE_TILE_WHOLE_K_MAX_ROWS && !b_rows_collide(m, s) &&
+           model_tile_verdict(m, (int)s->M, 1).failed == TILE_RULE_PASSES;
+}
+
 /* The widest width past the main one whose tiles cover the M rows in at
  * most `tiles` row tiles and fit N at least once; 0 if none does. What
  * the two rules below ask, for one tile and for two. */
@@ -951,6 +990,8 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
     if (one_panel > m->nv && one_panel <= UK_MAX_NV && m->bulk_mr[one_panel] > 0 &&
         s->N % m->nr != 0 && (threads == 1 || !masked_in_place))
         return (int)one_panel;
+    if (c->nv == 0 && few_rows_go_narrow(m, s, threads))
+        return 1;
     if (c->nv == 0 && (short_tile_goes_wide(m, s) || short_b_rows_go_wide(m, s)))
         return UK_MAX_NV;
     int few_rows_nv = c->nv == 0 ? few_rows_width(m, s) : 0;
@@ -967,23 +1008,6 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
     if (c->nv < 1 || c->nv > UK_MAX_NV || m->bulk_mr[c->nv] == 0)
         return m->nv;
     return c->nv;
-}
-
-/* Whether B's rows, read in place, collide in the L1: a row stride that
- * is a multiple of half an L1 way (2 KiB of 4 KiB here) puts the same
- * column of every row in one or two of its sets, so a panel's k steps
- * evict each other (taking ldb as N, as plans are keyed). Strides of 3
- * KiB (768 floats) spread over four and were not seen to suffer. */
-static int64_t l1_half_way(const plan_model *m)
-{
-    const hw_cache *l1 = hw_data_cache(&m->hw, 1);
-    return l1 && l1->ways > 0 ? l1->size_bytes / l1->ways / 2 : 0;
-}
-
-static bool b_rows_collide(const plan_model *m, const gemm_shape *s)
-{
-    int64_t half_way = l1_half_way(m);
-    return half_way > 0 && s->N * (int64_t)sizeof(float) % half_way == 0;
 }
 
 /* Whether B is read in place: as chosen where that is possible (rows of
