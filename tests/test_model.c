@@ -253,12 +253,13 @@ static void zen4_by_hand(void)
     }
     /* Rows of B a multiple of 2 KiB apart (half a 4 KiB L1 way: they
      * crowd one or two L1 sets) in a B of more than a quarter of the 32
-     * MiB L3: the streaming row form up to 5 rows at 1 thread. Not at 6
+     * MiB L3: the streaming row form up to 3 rows at 1 thread. Not at 4
      * rows, nor rows 9 KiB apart (2304), nor a B of 4 MiB (1024 x 1024);
      * at 2 threads the split along K leaves each thread 4.5 MiB of B, and
      * tiles. */
     struct { int64_t M, N, K; int threads; bool row; } crowded[] = {
-        {2, 3072, 768, 1, true},  {5, 3072, 768, 1, true},   {6, 3072, 768, 1, false},
+        {2, 3072, 768, 1, true},  {3, 3072, 768, 1, true},   {4, 3072, 768, 1, false},
+        {5, 4096, 1024, 1, false},
         {3, 1024, 4096, 1, true}, {3, 2304, 768, 1, false},  {3, 1024, 1024, 1, false},
         {3, 3072, 768, 2, false},
     };

@@ -632,7 +632,14 @@ static bool b_rows_crowd_l1_sets(const plan_model *m, const gemm_shape *s)
     return half_way > 0 && s->N * (int64_t)sizeof(float) % half_way == 0;
 }
 
-enum { ROW_FORM_CROWDED_MAX_M = 5 };
+/* Up to this many rows (see plan_row_form_reason). Once the first row
+ * tile asked for colliding rows far ahead into L2 (ops/gemm.c,
+ * L2_AHEAD_ROWS), the tiles overtook the form at 4 and 5 rows: Zen 4, in
+ * one process, 1 thread, medians of three processes, tiles / form speed,
+ * 4-5 x 4096 x 1024, x 1024 x 4096, x 3072 x 1024 1.17-1.35, 4 x 3072 x
+ * 768 1.56, 5 x 3072 x 768 1.02; at 2 and 3 rows the form still won (2
+ * rows 0.73-0.76 without it, 3 rows 0.95-1.08). */
+enum { ROW_FORM_CROWDED_MAX_M = 3 };
 
 /* Whether `rows` rows of the row form, each with its share of the
  * form's accumulators, keep enough FMAs in flight (rule 2 of the tiles). */
@@ -673,7 +680,7 @@ static bool row_panels_hide_latency(const plan_model *m, int64_t rows)
  * thread, time row form / tiles: 2 x 768-3072 x 768-3072 0.70-0.77, 3
  * rows 0.56-0.93, 4 rows 0.85-1.01, 5 rows 0.85-0.96, 6 rows 0.66-0.95; 8
  * rows (two vectors a row, as the 8x32 tile) 0.92-1.09, hence 6. Up to
- * 5 rows of a B whose rows crowd the L1 sets (b_rows_crowd_l1_sets) and
+ * ROW_FORM_CROWDED_MAX_M rows of a B whose rows crowd the L1 sets (b_rows_crowd_l1_sets) and
  * that takes over a quarter of the L3 (32 MiB here, which other guests
  * share) stream too: Zen 4, in one process, 1 thread, time row form /
  * tiles 2-5 x 3072 x 768 0.41-0.97 (tiles 27-95 GF/s by the spell, the
