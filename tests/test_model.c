@@ -937,7 +937,9 @@ static void planner_invariants(void)
     /* N wide enough that twice the rules' kc by all of N would not fit
      * (8192 columns fit a 32 MiB L3's share at kc 256) */
     int64_t wide = 2 * bound / ((int64_t)sizeof(float) * m.kc);
-    gemm_shape square = {.M = 2048, .N = wide > 8192 ? wide : 8192, .K = 2048};
+    /* K deep enough that the rules' kc for B in panels (twice the
+     * model's, packed_kc) is not K whole, so that a choice can go deeper */
+    gemm_shape square = {.M = 2048, .N = wide > 8192 ? wide : 8192, .K = 8 * m.kc};
     gemm_plan rules;
     plan_gemm_choice(&m, &square, 1, &(plan_choice){0}, &rules);
     plan_gemm_choice(&m, &square, 1, &(plan_choice){.kc = 2 * rules.kc}, &p);
