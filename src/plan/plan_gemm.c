@@ -617,19 +617,31 @@ static bool b_outgrows_l3_part(const plan_model *m, const gemm_shape *s, int par
  * memory. */
 enum { ROW_FORM_FULL_L3_MAX_M = 4 };
 
-/* Whether consecutive rows of B (N floats apart: a B of its own) fall in
- * at most two groups of L1 sets, their distance a multiple of half an L1
- * way (Zen 4: 2 KiB; 3072 x 768's rows are 12 KiB apart, 1024 x 4096's
- * 16 KiB). A tile reading such a B in place walks a column strip whose
- * lines crowd a set or two, so the lines it asks for ahead evict each
- * other before use; the row form reads B along its rows instead. */
-static bool b_rows_crowd_l1_sets(const plan_model *m, const gemm_shape *s)
+/* Whether B's rows, read in place, collide in the L1: a row stride that
+ * is a multiple of half an L1 way (2 KiB of 4 KiB here) puts the same
+ * column of every row in one or two of its sets, so a panel's k steps
+ * evict each other (taking ldb as N, as plans are keyed). Strides of 3
+ * KiB (768 floats) spread over four and were not seen to suffer. */
+static int64_t l1_half_way(const plan_model *m)
 {
     const hw_cache *l1 = hw_data_cache(&m->hw, 1);
-    if (!l1 || l1->ways <= 0 || !b_rows_in_place(s))
-        return false;
-    int64_t half_way = l1->size_bytes / l1->ways / 2;
+    return l1 && l1->ways > 0 ? l1->size_bytes / l1->ways / 2 : 0;
+}
+
+static bool b_rows_collide(const plan_model *m, const gemm_shape *s)
+{
+    int64_t half_way = l1_half_way(m);
     return half_way > 0 && s->N * (int64_t)sizeof(float) % half_way == 0;
+}
+
+/* Whether consecutive rows of B (N floats apart: a B of its own), read
+ * in place, collide so (Zen 4: 3072 x 768's rows are 12 KiB apart,
+ * 1024 x 4096's 16 KiB). A tile reading such a B walks a column strip
+ * whose lines crowd a set or two, so the lines it asks for ahead evict
+ * each other before use; the row form reads B along its rows instead. */
+static bool b_rows_crowd_l1_sets(const plan_model *m, const gemm_shape *s)
+{
+    return b_rows_in_place(s) && b_rows_collide(m, s);
 }
 
 /* Up to this many rows (see plan_row_form_reason). Once the first row
@@ -815,23 +827,6 @@ static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
     int narrow_mr = m->bulk_mr[1];
     return b_rows_in_place(s) && m->nv > 1 && s->M > m->mr &&
            s->M <= narrow_mr && model_tile_verdict(m, narrow_mr, 1).failed == TILE_RULE_PASSES;
-}
-
-/* Whether B's rows, read in place, collide in the L1: a row stride that
- * is a multiple of half an L1 way (2 KiB of 4 KiB here) puts the same
- * column of every row in one or two of its sets, so a panel's k steps
- * evict each other (taking ldb as N, as plans are keyed). Strides of 3
- * KiB (768 floats) spread over four and were not seen to suffer. */
-static int64_t l1_half_way(const plan_model *m)
-{
-    const hw_cache *l1 = hw_data_cache(&m->hw, 1);
-    return l1 && l1->ways > 0 ? l1->size_bytes / l1->ways / 2 : 0;
-}
-
-static bool b_rows_collide(const plan_model *m, const gemm_shape *s)
-{
-    int64_t half_way = l1_half_way(m);
-    return half_way > 0 && s->N * (int64_t)sizeof(float) % half_way == 0;
 }
 
 /* On one thread, with one FMA pipe, a few rows more than the pipe keeps
@@ -1191,6 +1186,13 @@ static void deepen_kc(const plan_model *m, const gemm_shape *s, gemm_plan *p)
     p->deep_kc = true;
 }
 
+/* The rules' nc for a kc other than theirs (a choice's, or B in
+ * panels' deeper one): the B block sized again for the plan's kc. */
+static int64_t nc_for_kc(const plan_model *m, const hw_cache *l2, const gemm_plan *p)
+{
+    return model_nc(l2, hw_data_cache(&m->hw, 3), p->kc, m->bulk_mr[p->nv], p->nr);
+}
+
 /* The plan of the M x N grid for `threads` threads split along M or N
  * (plan_gemm_choice without the split along K); `threads` as
  * plan_gemm_choice has bounded it. */
@@ -1263,7 +1265,7 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     if (c->nc > 0)
         p->nc = (c->nc + p->nr - 1) / p->nr * p->nr;
     else if (c->kc > 0 && s->prepacked_kc == 0 && l2)
-        p->nc = model_nc(l2, hw_data_cache(&m->hw, 3), p->kc, m->bulk_mr[p->nv], p->nr);
+        p->nc = nc_for_kc(m, l2, p);
     else
         p->nc = m->nc_for[p->nv];
     /* B with contiguous rows is read in place, its kc x nc block capped to
@@ -1277,7 +1279,7 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     if (p->pack_b && c->kc == 0 && s->prepacked_kc == 0 && !p->whole_k && !copy_passes_l2(s, p)) {
         p->kc = packed_kc(m->kc_for[p->nv], s->K);
         if (c->nc == 0 && l2)
-            p->nc = model_nc(l2, hw_data_cache(&m->hw, 3), p->kc, m->bulk_mr[p->nv], p->nr);
+            p->nc = nc_for_kc(m, l2, p);
     }
     if (streams_in_place) {
         p->whole_k = false;
