@@ -354,13 +354,14 @@ static void zen4_by_hand(void)
               p.nc_half_l2 ? " (capped)" : "");
     }
     /* B of short rows (64 or 128 columns: attention's P V) is read in
-     * place by the widest tile, whatever M, and a calibrated planner may
+     * place by the widest tile, whatever M (5-8 rows too, which over
+     * wider B go 16 wide on one thread), and a calibrated planner may
      * neither pack it nor narrow it; not for B^T, nor for rows a
      * kilobyte long. Its rows are prefetched 8 ahead (4 lines each) where
      * prefetched at all (ops/gemm.c), a 32-wide tile's 16 (2 lines). */
     gemm_shape pv_shape = {.M = 128, .N = UK_MAX_NV * m.vec, .K = 128};
     for (int64_t n = pv_shape.N; n <= 2 * UK_MAX_NV * m.vec; n += pv_shape.N)
-        for (int64_t rows = 17; rows <= 512; rows *= 3) {
+        for (int64_t rows = 5; rows <= 512; rows = rows < 8 ? rows + 1 : rows * 3) {
             gemm_shape sh = {.M = rows, .N = n, .K = rows};
             plan_gemm_choice(&m, &sh, 1, &(plan_choice){0}, &p);
             CHECK(p.nv == UK_MAX_NV && !p.pack_b && p.b_prefetch == 8,

@@ -837,7 +837,10 @@ static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
  * beside it. Time 16 wide / the rules' (64 wide up to 6 rows, then 32 or
  * 48), AMD EPYC family 25, medians of three processes, 1 thread: 5-6 x
  * 768 x 768 and x 2304 x 768 0.92-0.94, 7-8 rows 0.96-1.01; 2 threads
- * 0.98-1.02, so one thread only. It lost where K is deep (6 and 8 x 768
+ * 0.98-1.02, so one thread only. B of short rows (short_b_rows_go_wide)
+ * takes the widest tile instead: 12 x (M x 64 x M), time 64 / 16 wide,
+ * medians of five processes, M = 5, 6, 7: 0.87, 0.94, 0.88; 12 x
+ * (8x128x8) 0.57. It lost where K is deep (6 and 8 x 768
  * x 3072 1.01-1.10: each panel's rows span more pages, as in
  * ONE_TILE_WHOLE_K_MAX_ROWS), where rows collide (x 3072 x 768, 12 KiB
  * apart: 1.10-1.53), at 4 rows (4 chains for a latency of 4: 1.03) and
@@ -992,9 +995,11 @@ static int choose_width(const plan_model *m, const gemm_shape *s, const plan_cho
     if (one_panel > m->nv && one_panel <= UK_MAX_NV && m->bulk_mr[one_panel] > 0 &&
         s->N % m->nr != 0 && (threads == 1 || !masked_in_place))
         return (int)one_panel;
+    if (c->nv == 0 && short_b_rows_go_wide(m, s))
+        return UK_MAX_NV;
     if (c->nv == 0 && few_rows_go_narrow(m, s, threads))
         return 1;
-    if (c->nv == 0 && (short_tile_goes_wide(m, s) || short_b_rows_go_wide(m, s)))
+    if (c->nv == 0 && short_tile_goes_wide(m, s))
         return UK_MAX_NV;
     int few_rows_nv = c->nv == 0 ? few_rows_width(m, s) : 0;
     if (few_rows_nv > 0)
