@@ -599,10 +599,9 @@ static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix
 }
 
 /* The dot tile at rows i, columns j of the share ending at (m1, n1), by
- * the member for its size, fn[last row tile][last column tile], looked
- * up the first time. */
+ * the plan's member for its size. */
 static void run_dot_tile(const gemm_call *c, const gemm_plan *p, int64_t i, int64_t m1,
-                         int64_t j, int64_t n1, ukernel_fn fn[2][2], ukernel_args *args)
+                         int64_t j, int64_t n1, ukernel_args *args)
 {
     bool last_rows = i + p->dot_mr > m1, last_cols = j + p->dot_nj > n1;
     args->m = (int)min64(p->dot_mr, m1 - i);
@@ -610,15 +609,12 @@ static void run_dot_tile(const gemm_call *c, const gemm_plan *p, int64_t i, int6
     args->a = c->A + i * c->a_rs;
     args->b = c->B + j * c->b_cs;
     args->c = c->C + i * c->ldc + j;
-    if (!fn[last_rows][last_cols])
-        fn[last_rows][last_cols] = ukernel_dot_lookup(p->isa, args->m, args->n);
-    fn[last_rows][last_cols](args);
+    p->dot_fn[last_rows][last_cols](args);
 }
 
 /* Dot-product plans: rows [m0, m1) and columns [n0, n1) in tiles of
  * dot_mr rows of A and dot_nj rows of B^T, both read in place, remainders
- * by the exact smaller members, each looked up once a share (a lookup a
- * tile took 3% of the samples of 12 x (17x17x64) B^T). The larger
+ * by the exact smaller members. The larger
  * operand is read once, its tiles outermost, and the smaller is reused
  * from cache: a few rows of A against a wide B^T (decoding a token), or a
  * tall A against a few rows of B^T (a matrix times a few vectors: with
@@ -631,15 +627,14 @@ static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, in
         return;
     ukernel_args args = {.k = c->K, .a_rs = c->a_rs, .a_cs = 1, .b_rs = c->b_cs,
                          .ldc = c->ldc, .alpha = c->alpha, .beta = c->beta};
-    ukernel_fn fn[2][2] = {{NULL, NULL}, {NULL, NULL}};
     if (m1 - m0 > n1 - n0) {
         for (int64_t i = m0; i < m1; i += p->dot_mr)
             for (int64_t j = n0; j < n1; j += p->dot_nj)
-                run_dot_tile(c, p, i, m1, j, n1, fn, &args);
+                run_dot_tile(c, p, i, m1, j, n1, &args);
     } else {
         for (int64_t j = n0; j < n1; j += p->dot_nj)
             for (int64_t i = m0; i < m1; i += p->dot_mr)
-                run_dot_tile(c, p, i, m1, j, n1, fn, &args);
+                run_dot_tile(c, p, i, m1, j, n1, &args);
     }
 }
 
@@ -958,11 +953,18 @@ static void sum_partials(const gemm_job *job)
 }
 
 /* Matrix i of the batch, run whole by one task, which asks for matrix
- * `next` (i + 1, if that task runs it next; else -1) meanwhile. */
+ * `next` (i + 1, if that task runs it next; else -1) meanwhile. A dot
+ * plan over rows of B^T goes straight to its tiles: for attention's
+ * scores at a token or a few, the way through the plan's share cost as
+ * much as the tiles (12 x (1x1x64)). */
 static void run_matrix(const gemm_job *job, int64_t i, int64_t next, float *a_buf,
                        float *b_buf)
 {
     gemm_call c = batch_entry(job, i);
+    if (job->plan->dot && c.b_rs == 1) {
+        run_dot_share(&c, job->plan, 0, c.M, 0, c.N);
+        return;
+    }
     prefetch_next ahead;
     if (job->prefetch_next && next >= 0) {
         gemm_call n = batch_entry(job, next);

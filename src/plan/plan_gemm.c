@@ -566,6 +566,11 @@ static void plan_dot(const plan_model *m, const gemm_shape *s, int threads, gemm
     p->kc = s->K;
     p->npanels = (s->N + p->dot_nj - 1) / p->dot_nj;
     int64_t row_tiles = (s->M + p->dot_mr - 1) / p->dot_mr;
+    int rows[2] = {p->dot_mr, (int)(s->M - (row_tiles - 1) * p->dot_mr)};
+    int cols[2] = {p->dot_nj, (int)(s->N - (p->npanels - 1) * p->dot_nj)};
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 2; c++)
+            p->dot_fn[r][c] = ukernel_dot_lookup(m->hw.isa, rows[r], cols[c]);
     p->split = p->npanels < threads && row_tiles > p->npanels ? 'M' : 'N';
     int64_t units = p->split == 'M' ? row_tiles : p->npanels;
     p->threads = threads < units ? threads : (int)units;
