@@ -828,6 +828,16 @@ static void planner_invariants(void)
                 for (int t = 0; t < p.threads; t++)
                     ok = ok && p.bounds[t] < p.bounds[t + 1];
                 bad_split += !ok;
+                /* The members the plan holds: the full tile and the exact
+                 * last row and column tiles. */
+                int last_rows = (int)(M - (M - 1) / p.dot_mr * p.dot_mr);
+                int last_cols = (int)(N - (N - 1) / p.dot_nj * p.dot_nj);
+                for (int r = 0; r < 2 && M > 0; r++)
+                    for (int c = 0; c < 2; c++) {
+                        ukernel_fn want = ukernel_dot_lookup(p.isa, r ? last_rows : p.dot_mr,
+                                                             c ? last_cols : p.dot_nj);
+                        bad_kernel += want == NULL || p.dot_fn[r][c] != want;
+                    }
                 dots++;
                 continue;
             }
