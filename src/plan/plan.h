@@ -165,7 +165,8 @@ typedef struct gemm_plan {
     int dot_mr, dot_nj;
     /* The dot-product members it runs, [last row tile][last column tile]:
      * dot_mr x dot_nj and the exact remainders, looked up once here
-     * rather than by every matrix of a batch (a tenth of 12 x (1x1x64)). */
+     * rather than by every matrix of a batch (12 x (1x1x64) B^T 508 ->
+     * 420 ns a call, medians of five processes). */
     ukernel_fn dot_fn[2][2];
     /* One row of A times B with contiguous rows (M = 1): the row form
      * (ukernel_row_lookup; its streaming one where b_from_memory) over all
