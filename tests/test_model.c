@@ -383,7 +383,7 @@ static void zen4_by_hand(void)
     CHECK(p.nv == m.nv && p.b_prefetch == 16, "32 wide in place: prefetch %d rows",
           p.b_prefetch);
     /* B^T takes the dot tiles while their lane sums cost less than the
-     * copy of B and the lanes a panel wastes (plan_gemm.c,
+     * copy of B and the lanes a panel wastes (plan_dot.c,
      * dot_beats_panels): 4 or 16 rows over K = 768, 4 or 8 rows over 64;
      * attention's 17 or 24 tokens over 17 columns, which take two vectors
      * a panel; not 16 rows over 64 columns, nor 17 or 32 tokens over as

@@ -168,7 +168,7 @@ static void handles_serve_every_m(void)
     for_each_handle(shapes, sizeof shapes / sizeof shapes[0], &r, serve_every_m);
 }
 
-/* One to six rows of A (the row form's reach, plan_gemm.c), eight ways
+/* One to six rows of A (the row form's reach, plan_row.c), eight ways
  * each: each activation, bias or not, A transposed, beta 0 over NaN, on
  * every context. */
 static void serve_one_row(tessel_ctx *const ctx[4], const handle_shape *hs,

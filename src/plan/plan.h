@@ -25,7 +25,7 @@ enum {
 /* Rows of op(B) at most this many bytes apart share a page 8 or more to
  * the page, and the hardware prefetchers follow them: B so read in place
  * is not prefetched by the ukernel (ops/gemm.c, from the call's ldb) and
- * is read by the widest tile (plan_gemm.c, taking ldb as N). */
+ * is read by the widest tile (plan_width.c, taking ldb as N). */
 enum { PLAN_CLOSE_B_ROW_BYTES = 512 };
 
 /* ---- the model's rules (DESIGN, "Register and cache blocking") ---- */
@@ -253,13 +253,13 @@ void plan_gemm(const plan_model *m, const gemm_shape *s, int threads, gemm_plan 
 /* Whether the calibrated planner may take variant v instead of the rules'
  * plan `rules` (the one made from the all-zero choice): only a shallower
  * kc or a narrower nc. How B is read, the split, the tile width and a
- * doubled kc are what its fitted weights misjudge (plan_gemm.c says
+ * doubled kc are what its fitted weights misjudge (plan_choice.c says
  * why). */
 bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules,
                              const plan_choice *v);
 
-/* Why the rules run shape s on one thread by the row form (plan_gemm.c,
- * row_form_plan), in a few words for `tessel explain`; NULL where they
+/* Why the rules run shape s on one thread by the row form (plan_row.c,
+ * plan_takes_row_form), in a few words for `tessel explain`; NULL where they
  * do not. (A split along K plans each thread's share of s the same way.) */
 const char *plan_row_form_reason(const plan_model *m, const gemm_shape *s);
 

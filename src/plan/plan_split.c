@@ -1,0 +1,248 @@
+/*
+ * plan_split.c - how a plan's work is shared across threads: the M x N
+ * grid split along M (row tiles, claimed one at a time as the threads
+ * run) or along N (column panels, fixed shares), whichever is predicted
+ * to end first from the tiles' rates, the copies each split makes and
+ * the fetches of B it costs; and whether a call is worth threads at all.
+ */
+#include <string.h>
+
+#include "plan/plan_rules.h"
+
+/* Row tiles a thread from which a split along M of B read in place is
+ * charged no ragged end (see the split below). */
+static const int64_t IN_PLACE_M_MIN_TILES = 2;
+
+/* A split along N is charged this share of its time more where a split
+ * along M would hand out STATIC_SPLIT_MIN_TILES row tiles or more a
+ * thread: its halves are fixed, so the call ends with the slower thread,
+ * and on a shared host one often is; row tiles claimed one at a time let
+ * it take fewer. AMD EPYC family 23, a neighbour on the cores, 2
+ * threads, against oneDNN (bench/compare, 30 bert-base and dietcode
+ * shapes that move): bert-base 0.93-1.01 -> 0.99-1.09, dietcode
+ * 0.87-0.96 -> 0.95-1.05 per round; in one process 256 x 2304 x 768,
+ * 512 x 768 x 768, 128 x 1024 x 4096 took 0.84-0.86 of the time along M,
+ * 100 x 3072 x 768 1.09. Since then a split along N runs its shares in
+ * groups a fast thread takes from a slowed one (ops/gemm.c,
+ * run_split_n), four a share, coarser than M's row tiles; the slack was
+ * not measured again. */
+static const double STATIC_SPLIT_SLACK = 0.05;
+static const int64_t STATIC_SPLIT_MIN_TILES = 4;
+
+/* Cycles per k step of an (mr, nv) tile: the rule's, times what
+ * calibration measured for that ukernel and A layout. */
+static double tile_rate(const plan_model *m, const gemm_plan *p, int nv, int mr)
+{
+    int layout = p->pack_a ? COST_A_PACKED : COST_A_IN_PLACE;
+    return m->tile_cycles[nv][mr] * m->cost.tile_scale[layout][nv][mr];
+}
+
+/* Cycles per k step of one row tile across `panels` column panels, the
+ * last of which is `tail_nv` vectors wide. */
+static double row_tile_cycles(const plan_model *m, const gemm_plan *p, int mr, int tail_nv)
+{
+    return (double)(p->npanels - 1) * tile_rate(m, p, p->nv, mr) + tile_rate(m, p, tail_nv, mr);
+}
+
+/* Splits `units` items of costs unit_cost(i) into `threads` contiguous
+ * ranges of near-equal cost; returns the largest range's cost. */
+static double balance(int64_t units, int threads, const double *prefix, int64_t *bounds)
+{
+    double total = prefix[units];
+    bounds[0] = 0;
+    int64_t at = 0;
+    for (int t = 1; t < threads; t++) {
+        double target = total * t / threads;
+        while (at < units && prefix[at + 1] <= target)
+            at++;
+        /* Round to whichever boundary is nearer the target. */
+        if (at < units && prefix[at + 1] - target < target - prefix[at])
+            at++;
+        bounds[t] = at;
+    }
+    bounds[threads] = units;
+    double worst = 0.0;
+    for (int t = 0; t < threads; t++) {
+        double cost = prefix[bounds[t + 1]] - prefix[bounds[t]];
+        if (cost > worst)
+            worst = cost;
+    }
+    return worst;
+}
+
+/* B read in place is fetched by every thread that reads it, from L3 or
+ * memory unless the thread's share stayed in its L2 since the last call:
+ * along M each thread reads all of B, along N only its own columns. B
+ * that the call packs, shared along M, is fetched the same way: each
+ * block from the cache of the thread that packed it (along N each thread
+ * packs and keeps its own columns). The
+ * rate it is charged at is what the FMAs do not hide, fitted to the
+ * differences measured between the two splits: Intel Xeon (model 167, L2
+ * 2 MiB), 2 threads, time along N / M in one process, 16 x 768 x 3072
+ * 0.82, 32 x 768 x 3072 0.88, 48-64 x 3072 and 2304 x 768 0.88-0.90, 64
+ * x 768 x 768 0.92 (its halves of B stay in the L2s), 100-150 x 3072 x
+ * 768 0.93-0.95, 150 x 768 x 3072 0.98-1.00, 512 x 768 x 3072 1.01
+ * (where packing A twice weighs more). B packed by the call, 2 threads,
+ * N / M: 255-384 x 768 x 768 and x 768 x 3072 0.92-0.96, 384-512 x 1024
+ * x 1024 and x 1024 x 4096 0.96-0.98; 1296 x 768 x 768 and 512^3, which
+ * stay along M, 1.04 and 1.02. Pre-packed panels, read in one run each,
+ * went the other way (64-150 x 768 x 768 N / M 1.02-1.06), so they are
+ * not charged. */
+static const double B_FETCH_GBS = 100.0;
+
+static double b_fetched(const plan_model *m, double b_bytes, int threads, char split)
+{
+    double share = split == 'N' && threads > 1 ? b_bytes / threads : b_bytes;
+    return share <= 0.75 * (double)m->l2_bytes ? 0.0 : share;
+}
+
+/* Prefix sums of unit costs for the two ways of splitting. Row tiles: each
+ * costs its height's cycles across all panels. Column panels: each costs
+ * the sum over row tiles; all equal but the masked last one. The arrays are
+ * on the stack up to a size and the split is evenly-by-count past it,
+ * which is what balancing gives there anyway. */
+enum { SPLIT_EXACT_UNITS = 4096 };
+
+/* Row tiles: the bounds only, what each thread is expected to take; the
+ * cost of the split is claimed_rows', since the tiles are handed out. */
+static void split_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
+                       int64_t *bounds)
+{
+    double prefix[SPLIT_EXACT_UNITS + 1];
+    int64_t units = p->ntiles;
+    if (units > SPLIT_EXACT_UNITS) {
+        for (int t = 0; t <= threads; t++)
+            bounds[t] = units * t / threads;
+        return;
+    }
+    prefix[0] = 0.0;
+    for (int64_t i = 0; i < units; i++) {
+        int64_t row;
+        int mr;
+        plan_tile_rows(p, i, &row, &mr);
+        prefix[i + 1] = prefix[i] + row_tile_cycles(m, p, mr, tail_nv);
+    }
+    balance(units, threads, prefix, bounds);
+}
+
+/* A split along M over threads runs with row tiles handed out one at a
+ * time (ops/gemm.c), so a thread ends about when the total divided by the
+ * threads is done, give or take the tile it took last: half the largest
+ * tile on average, and never less than that tile. The static bounds
+ * split_rows computes are what each thread is expected to take. Tiles
+ * are claimed block by block, so where nothing else holds the threads
+ * back the tile taken last is only one k block of it (`last_share` of
+ * the tile: B read in place or packed before the call); where they
+ * share B packed on the way, the tile that packs each block's panels
+ * sets the pace, and the whole tile is charged. */
+static double claimed_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
+                           double last_share)
+{
+    double total = 0.0, largest = 0.0;
+    for (int i = 0; i < p->nruns; i++) {
+        double tile = row_tile_cycles(m, p, p->runs[i].mr, tail_nv);
+        total += (double)p->runs[i].count * tile;
+        largest = tile > largest ? tile : largest;
+    }
+    if (threads <= 1)
+        return total;
+    double expected = total / threads + 0.5 * largest * last_share;
+    return expected > largest ? expected : largest;
+}
+
+static double split_cols(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
+                         int64_t *bounds)
+{
+    double prefix[SPLIT_EXACT_UNITS + 1];
+    double full = 0.0, tail = 0.0;
+    for (int i = 0; i < p->nruns; i++) {
+        full += (double)p->runs[i].count * tile_rate(m, p, p->nv, p->runs[i].mr);
+        tail += (double)p->runs[i].count * tile_rate(m, p, tail_nv, p->runs[i].mr);
+    }
+    int64_t units = p->npanels;
+    if (units > SPLIT_EXACT_UNITS) {
+        for (int t = 0; t <= threads; t++)
+            bounds[t] = units * t / threads;
+        return full * (double)units / threads;
+    }
+    prefix[0] = 0.0;
+    for (int64_t i = 0; i < units; i++)
+        prefix[i + 1] = prefix[i] + (i == units - 1 ? tail : full);
+    return balance(units, threads, prefix, bounds);
+}
+
+/* One core's FMA peak in flops a second, at the model's clock. */
+static double peak_flops(const plan_model *m)
+{
+    return plan_clock_hz(m) * m->hw.fma_per_cycle * 2.0 * m->vec;
+}
+
+/* Below this much work on one thread, a call runs on the caller alone:
+ * waking a thread and sharing counters with it cost more than it gives.
+ * Each matrix costs SECONDS_PER_MATRIX beyond its flops (192 x (5x64x5)
+ * took 16-23 us on one thread, 3.6 of them flops). Time on 1 thread, 2
+ * threads: 12 x (5x64x5) 1.0 us, 3.1 us; 12 x (1x64x1) 0.6, 2.4; 12 x
+ * (24x64x24) 8.6, 8.1-8.9; 192 x (5x64x5) 16-23, 13-15; one 64^3 4.0,
+ * 4.5; one 127^3 28-30, 27. */
+static const double THREADS_MIN_SECONDS = 4e-6;
+static const double SECONDS_PER_MATRIX = 0.1e-6;
+
+bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch)
+{
+    double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
+    return (double)batch * (flops / peak_flops(m) + SECONDS_PER_MATRIX) >= THREADS_MIN_SECONDS;
+}
+
+/* See plan_rules.h. */
+void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice *c,
+                     int threads, int tail_nv, gemm_plan *p)
+{
+    bool streams_in_place = !p->pack_b && p->b_from_memory;
+    /* Threads: try both splits, keep the one predicted to end first
+     * unless the choice names one. The threads of a split along M pack
+     * one shared B between them; along N, each packs all of A. */
+    int t_m = threads < p->ntiles ? threads : (int)p->ntiles;
+    int t_n = threads < p->npanels ? threads : (int)p->npanels;
+    int64_t bounds_m[PLAN_MAX_THREADS + 1], bounds_n[PLAN_MAX_THREADS + 1];
+    double bytes_a = p->pack_a ? (double)s->M * s->K * 8 : 0.0; /* read + write */
+    double bytes_b = p->pack_b && !s->prepacked_kc ? (double)s->K * s->N * 8 : 0.0;
+    double per_pack_byte = plan_clock_hz(m) / m->pack_bytes_per_second;
+    split_rows(m, p, t_m, tail_nv, bounds_m);
+    bool waits_on_packer = p->pack_b && s->prepacked_kc == 0;
+    /* With B read in place and two row tiles or more a thread, the end
+     * is not charged at all: the half k block a thread may wait made N
+     * win where M measured 4-15% faster (56-100 x 768 x 768 at 2
+     * threads, Xeon model 207; at 17-31 rows, a tile or so a thread, N
+     * stays 5-18% faster). On the Xeon model 167 the same shapes ran
+     * 4-9% faster along N, which the fetch of B below now charges
+     * (b_fetched). */
+    bool many_tiles = !p->pack_b && p->ntiles >= IN_PLACE_M_MIN_TILES * t_m;
+    double last_share = waits_on_packer ? 1.0
+                        : many_tiles    ? 0.0
+                                        : (double)p->kc / (double)s->K;
+    double fma_m = claimed_rows(m, p, t_m, tail_nv, last_share) * (double)s->K;
+    double fma_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K;
+    double cost_m = fma_m + (bytes_b + bytes_a) / t_m * per_pack_byte;
+    double cost_n = fma_n + (bytes_a + bytes_b / t_n) * per_pack_byte;
+    double per_fetch_byte = plan_clock_hz(m) / (B_FETCH_GBS * 1e9);
+    double b_bytes = (double)s->K * (double)s->N * sizeof(float);
+    if (!p->pack_b) {
+        cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
+        cost_n += b_fetched(m, b_bytes, t_n, 'N') * per_fetch_byte;
+    } else if (waits_on_packer && t_m > 1) {
+        cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
+    }
+    if (t_n > 1 && p->ntiles >= STATIC_SPLIT_MIN_TILES * t_m)
+        cost_n *= 1.0 + STATIC_SPLIT_SLACK;
+    /* B streamed in place splits along N: each thread then runs its
+     * columns' blocks panels outermost (ops/gemm.c), where a split along
+     * M shares each block's panels across the threads tile by tile. In
+     * one process, 2 threads, time along N / along M: 50, 64, 90 x 768 x
+     * 3072 0.88, 0.89, 0.92; 24, 40 x 3072 x 768 0.88, 0.95. */
+    bool along_m = c->split == 'M' ||
+                   (c->split != 'N' && !(streams_in_place && t_n > 1) && cost_m <= cost_n);
+    p->split = along_m ? 'M' : 'N';
+    p->threads = along_m ? t_m : t_n;
+    memcpy(p->bounds, along_m ? bounds_m : bounds_n, sizeof(int64_t) * (size_t)(p->threads + 1));
+    p->fma_cycles = along_m ? fma_m : fma_n;
+}
