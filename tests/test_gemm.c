@@ -601,7 +601,7 @@ static void batched_cases(void)
     }
     /* Attention's P V at a few dozen tokens, O = P V with V and O [S, 12 *
      * 64] and each head's P [S, S] apart: A and B read in place in one k
-     * block (ops/gemm.c, run_in_place), tight and head-interleaved, every
+     * block (ops/gemm_blocks.c, gemm_run_in_place), tight and head-interleaved, every
      * context, alpha and beta random (beta 0 over NaN). */
     static const int64_t tokens[] = {5, 17, 24, 43};
     for (int c = 0; c < N_CTX; c++)
@@ -717,7 +717,7 @@ static void row_cases(void)
 }
 
 /* More than 16 row tiles over B streamed in place: the tiles run in
- * groups of 16, the later ones reading the block from L2 (ops/gemm.c,
+ * groups of 16, the later ones reading the block from L2 (ops/gemm_blocks.c,
  * PANELS_OUTER_MAX_TILES). The rules take that path only where the probe
  * picks a main tile one line wide, so the plan is asked for (b=in_place,
  * 16-wide tiles) and put in the 1-thread context's plan cache under the
@@ -744,7 +744,7 @@ static void streamed_groups_case(const plan_model *m)
 /* A few row tiles over a B that no cache keeps (over 16 of the model's
  * L2s, sized from it; at most 7 tiles of the main tile, 4x24 or 6x16
  * here, whichever the probe picks): B streamed in place, each block run panels
- * outermost (ops/gemm.c, run_block_by_panels), the prefetch of the last
+ * outermost (ops/gemm_blocks.c, run_block_by_panels), the prefetch of the last
  * panels pointing at the next block. Deep and wide B, A transposed,
  * strides padded, several k blocks and a ragged last one, a masked last
  * panel; on every context. The 1-thread plan is checked to stream. */
@@ -787,7 +787,7 @@ static void streamed_b_cases(void)
 /* B read in place with rows that collide in the L1 (ldb a multiple of
  * half an L1 way): the first row tile of each block also asks for rows
  * far ahead into L2, and in its last k steps for the next panel's first
- * rows (ops/gemm.c, ask_l2_ahead). Asked for (B in place, kc at most 96)
+ * rows (ops/gemm_blocks.c, ask_l2_ahead). Asked for (B in place, kc at most 96)
  * and put in the plan caches of 1, 2 and 3 threads: three row tiles,
  * four k blocks of 73-74 rows, a masked last panel, beta 0 over NaN.
  * Where the probe knows the L1, the plan is checked to ask. */

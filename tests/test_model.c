@@ -358,7 +358,7 @@ static void zen4_by_hand(void)
      * wider B go 16 wide on one thread), and a calibrated planner may
      * neither pack it nor narrow it; not for B^T, nor for rows a
      * kilobyte long. Its rows are prefetched 8 ahead (4 lines each) where
-     * prefetched at all (ops/gemm.c), a 32-wide tile's 16 (2 lines). */
+     * prefetched at all (ops/gemm_blocks.c), a 32-wide tile's 16 (2 lines). */
     gemm_shape pv_shape = {.M = 128, .N = UK_MAX_NV * m.vec, .K = 128};
     for (int64_t n = pv_shape.N; n <= 2 * UK_MAX_NV * m.vec; n += pv_shape.N)
         for (int64_t rows = 5; rows <= 512; rows = rows < 8 ? rows + 1 : rows * 3) {

@@ -24,7 +24,7 @@ enum {
 
 /* Rows of op(B) at most this many bytes apart share a page 8 or more to
  * the page, and the hardware prefetchers follow them: B so read in place
- * is not prefetched by the ukernel (ops/gemm.c, from the call's ldb) and
+ * is not prefetched by the ukernel (ops/gemm_blocks.c, from the call's ldb) and
  * is read by the widest tile (plan_width.c, taking ldb as N). */
 enum { PLAN_CLOSE_B_ROW_BYTES = 512 };
 

@@ -127,7 +127,7 @@ static const int64_t STREAM_IN_PLACE_MAX_TILES = 7;
 static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES = 16;
 
 /* At 1 thread deep B streams in place up to this many tiles: past 16
- * the tiles run in groups (ops/gemm.c, PANELS_OUTER_MAX_TILES), the
+ * the tiles run in groups (ops/gemm_blocks.c, PANELS_OUTER_MAX_TILES), the
  * later ones reading the block from L2. In one process, AMD EPYC family
  * 23, time in place / packed rows first: 100, 128, 150, 200, 256 x 768 x
  * 3072 0.88, 0.91, 0.93, 0.95, 0.96, 300 rows 1.12; 128, 200 x 1024 x
@@ -151,7 +151,7 @@ static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES_1T = 40;
  * this, as the prefetch distance does: the cost model has no term for
  * the prefetchers and would trade it for fewer k blocks. Packed, B keeps
  * its blocking (a shallow kc would move C once per 32 rows) and is
- * copied rows first (ops/gemm.c, b_from_memory): 128x50257x768 packed
+ * copied rows first (ops/gemm_blocks.c, pack_b_by_rows): 128x50257x768 packed
  * / streamed in place went from 1.13-1.17 to 0.86-0.87. The lines were
  * measured on AMD EPYC family 23 (16-wide panels, one line a row, B of
  * 9.4 MB from memory), 64 rows deep against 32, median of three
@@ -327,7 +327,7 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
         int64_t tiles = s->K >= s->N ? deep : STREAM_IN_PLACE_MAX_TILES;
         return s->M <= tiles * m->mr;
     }
-    /* B is packed by the first row tile as it reads it (ops/gemm.c), so
+    /* B is packed by the first row tile as it reads it (ops/gemm_blocks.c), so
      * the copy costs little more than its stores, and past a few row
      * tiles the panels repay it, at any thread count. Time packed / in
      * place in one process (make bench-ab), Intel Xeon (model 167, L1
@@ -366,7 +366,7 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
 static const int64_t COPY_PASS_MAX_TILES = 12;
 
 /* B packed by the first row tile of each block, as it reads it or (B^T)
- * panel by panel just before (ops/gemm.c), passes the L2 twice over: its
+ * panel by panel just before (ops/gemm_blocks.c), passes the L2 twice over: its
  * rows from L3 or memory, and the copy. A block the L2 holds whole, but
  * not twice, loses the start of its copy to the end of its source, and
  * the next tiles read it back from L3. With few row tiles that is a
@@ -597,7 +597,7 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
         p->b_unprefetched_stride = l1->size_bytes / l1->ways;
     /* Rows that collide in the L1 (plan_b_rows_collide) also come late from
      * the L2 and L3, where the hardware prefetchers leave them: the first
-     * row tile asks for them far ahead (ops/gemm.c, L2_AHEAD_ROWS). */
+     * row tile asks for them far ahead (ops/gemm_blocks.c, L2_AHEAD_ROWS). */
     p->b_l2_ahead_stride = !p->pack_b && !streams_in_place ? plan_l1_half_way(m) : 0;
 
     plan_split_grid(m, s, c, threads, tail_nv, p);

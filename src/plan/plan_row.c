@@ -32,7 +32,7 @@ static bool row_b_outgrows_l2(const plan_model *m, const gemm_shape *s, int thre
 enum { ROW_FORM_FULL_L3_MAX_M = 4 };
 
 /* Up to this many rows (see plan_row_form_reason). Once the first row
- * tile asked for colliding rows far ahead into L2 (ops/gemm.c,
+ * tile asked for colliding rows far ahead into L2 (ops/gemm_blocks.c,
  * L2_AHEAD_ROWS), the tiles overtook the form at 4 and 5 rows: Zen 4, in
  * one process, 1 thread, medians of three processes, tiles / form speed,
  * 4-5 x 4096 x 1024, x 1024 x 4096, x 3072 x 1024 1.17-1.35, 4 x 3072 x

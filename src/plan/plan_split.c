@@ -235,7 +235,7 @@ void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice
     if (t_n > 1 && p->ntiles >= STATIC_SPLIT_MIN_TILES * t_m)
         cost_n *= 1.0 + STATIC_SPLIT_SLACK;
     /* B streamed in place splits along N: each thread then runs its
-     * columns' blocks panels outermost (ops/gemm.c), where a split along
+     * columns' blocks panels outermost (ops/gemm_blocks.c), where a split along
      * M shares each block's panels across the threads tile by tile. In
      * one process, 2 threads, time along N / along M: 50, 64, 90 x 768 x
      * 3072 0.88, 0.89, 0.92; 24, 40 x 3072 x 768 0.88, 0.95. */

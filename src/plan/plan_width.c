@@ -160,7 +160,7 @@ static int two_tiles_width(const plan_model *m, const gemm_shape *s)
  * 12 x (M x 128 x M), M = 17, 43, 128: 0.85, 0.93, 0.96; at 2 threads
  * 512x128x512 0.92. Packed, the 64-wide tile lost (1.04-1.14 the time).
  * This held once the software prefetch of close rows was left out
- * (ops/gemm.c); before, 64 against 32 wide went either way. B that is
+ * (ops/gemm_blocks.c); before, 64 against 32 wide went either way. B that is
  * a slice of wider rows (V of one head in a 768-wide matrix, ldb 768,
  * rows 3 KB apart and prefetched) gets the same plan, and there 64 wide
  * in place took 0.90-0.99 the time of 32 wide, in place or packed
@@ -209,7 +209,7 @@ static int crowded_rows_width(const plan_model *m, const gemm_shape *s)
  * 0.90 and 64x40x256 0.72 -> 0.79 (`compare-one-panel-masked.md`, where
  * 300x50x768 moved 0.91 -> 0.65 with the machine). Not for more threads
  * where that panel would be masked and B read in place: each thread then
- * packs all of it for itself (ops/gemm.c, own_panel), where two panels
+ * packs all of it for itself (ops/gemm_blocks.h, own_panel), where two panels
  * split along N give each its own (64x40x256 at 2 threads 1.04 -> 0.81
  * in a round before). N = 64 or 128 take the widest tile by the rule of
  * short rows above. */
