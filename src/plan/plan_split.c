@@ -193,14 +193,13 @@ bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch)
     return (double)batch * (flops / peak_flops(m) + SECONDS_PER_MATRIX) >= THREADS_MIN_SECONDS;
 }
 
-/* See plan_rules.h. */
+/* Both splits are tried and the one predicted to end first kept, unless
+ * the choice names one. The threads of a split along M pack one shared
+ * B between them; along N, each packs all of A. */
 void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice *c,
                      int threads, int tail_nv, gemm_plan *p)
 {
     bool streams_in_place = !p->pack_b && p->b_from_memory;
-    /* Threads: try both splits, keep the one predicted to end first
-     * unless the choice names one. The threads of a split along M pack
-     * one shared B between them; along N, each packs all of A. */
     int t_m = threads < p->ntiles ? threads : (int)p->ntiles;
     int t_n = threads < p->npanels ? threads : (int)p->npanels;
     int64_t bounds_m[PLAN_MAX_THREADS + 1], bounds_n[PLAN_MAX_THREADS + 1];
