@@ -71,6 +71,10 @@ typedef struct {
     bool split_batch;     /* tasks take whole matrices, not plan shares, */
     int64_t per_claim;    /* this many at a time from next_matrix */
     bool prefetch_next;   /* a task asks for matrix i + 1 while i runs */
+    /* Whole matrices run by one task, each in place (gemm_runs_in_place),
+     * by the tiles' ukernels looked up once for the batch. */
+    bool matrices_in_place;
+    ukernel_fn in_place_fns[PLAN_MAX_RUNS];
     float *scratch;       /* per-task slices of scratch_floats */
     int64_t scratch_floats;
     float *partials;      /* split along K: M x N for each task after the first */
@@ -319,9 +323,11 @@ static void run_plan_units(const gemm_call *c, const gemm_plan *p, int t, int64_
     }
     if (t0 >= t1 || n0 >= n1)
         return;
-    if (gemm_runs_in_place(c, p, n0, n1))
-        gemm_run_in_place(c, p, t0, t1, n0, n1);
-    else
+    if (gemm_runs_in_place(c, p, n0, n1)) {
+        ukernel_fn fns[PLAN_MAX_RUNS];
+        gemm_in_place_fns(p, fns);
+        gemm_run_in_place(c, p, t0, t1, n0, n1, fns);
+    } else
         gemm_run_share(c, p, t0, t1, n0, n1, a_buf, b_buf);
 }
 
@@ -464,6 +470,10 @@ static void run_matrix(const gemm_job *job, int64_t i, int64_t next, float *a_bu
     gemm_call c = batch_entry(job, i);
     if (job->plan->dot && c.b_rs == 1) {
         run_dot_share(&c, job->plan, 0, c.M, 0, c.N);
+        return;
+    }
+    if (job->matrices_in_place) {
+        gemm_run_in_place(&c, job->plan, 0, job->plan->ntiles, 0, c.N, job->in_place_fns);
         return;
     }
     prefetch_next ahead;
@@ -629,6 +639,11 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot;
     job.prefetch_next =
         (ntasks == 1 || job.split_batch) && batch_prefetches_next(env, call, batch, plan);
+    job.matrices_in_place = (ntasks == 1 || job.split_batch) && plan->threads == 1 &&
+                            !plan->dot && !plan->row && !job.prefetch_next &&
+                            gemm_runs_in_place(call, plan, 0, call->N);
+    if (job.matrices_in_place)
+        gemm_in_place_fns(plan, job.in_place_fns);
 
     /* Scratch, acquired before anything is written: for every task, one
      * packed A micro-panel and (unless shared) a packed B block; for a

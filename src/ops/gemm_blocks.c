@@ -451,10 +451,20 @@ bool gemm_runs_in_place(const gemm_call *c, const gemm_plan *p, int64_t n0, int6
            (n1 - n0) % p->nr == 0 && c->b_rs * (int64_t)sizeof(float) <= PLAN_CLOSE_B_ROW_BYTES;
 }
 
+void gemm_in_place_fns(const gemm_plan *p, ukernel_fn fns[PLAN_MAX_RUNS])
+{
+    for (int i = 0; i < p->nruns; i++) {
+        ukernel_desc desc = {.isa = p->isa, .a_packed = false, .nv = p->nv,
+                             .mr = p->runs[i].mr};
+        fns[i] = ukernel_lookup(&desc);
+    }
+}
+
 /* Row tiles [t0, t1) across the full panels of columns [n0, n1), in the
- * order gemm_run_share takes them, each a ukernel call on A and B in place. */
+ * order gemm_run_share takes them, each a ukernel call on A and B in
+ * place: run by run of the tessellation, tile by tile within it. */
 void gemm_run_in_place(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
-                         int64_t n0, int64_t n1)
+                       int64_t n0, int64_t n1, const ukernel_fn fns[PLAN_MAX_RUNS])
 {
     ukernel_args args = {0};
     args.k = c->K;
@@ -468,23 +478,22 @@ void gemm_run_in_place(const gemm_call *c, const gemm_plan *p, int64_t t0, int64
     args.alpha = c->alpha;
     args.beta = c->beta;
     args.n = p->nr;
-    ukernel_desc desc = {.isa = p->isa, .a_packed = false, .nv = p->nv, .mr = 0};
-    ukernel_fn ukernel = NULL;
-    for (int64_t t = t0; t < t1; t++) {
-        int64_t r;
-        int mr;
-        plan_tile_rows(p, t, &r, &mr);
-        if (mr != desc.mr) {
-            desc.mr = mr;
-            ukernel = ukernel_lookup(&desc);
-        }
+    int64_t run_start = 0, row = 0; /* the run's first tile and its first row */
+    for (int i = 0; i < p->nruns && run_start < t1; i++) {
+        int mr = p->runs[i].mr;
+        int64_t run_end = run_start + p->runs[i].count;
         args.m = mr;
-        args.a = c->A + r * c->a_rs;
-        for (int64_t col = n0; col < n1; col += p->nr) {
-            args.b = c->B + col;
-            args.c = c->C + r * c->ldc + col;
-            ukernel(&args);
+        for (int64_t t = run_start > t0 ? run_start : t0; t < run_end && t < t1; t++) {
+            int64_t r = row + (t - run_start) * mr;
+            args.a = c->A + r * c->a_rs;
+            for (int64_t col = n0; col < n1; col += p->nr) {
+                args.b = c->B + col;
+                args.c = c->C + r * c->ldc + col;
+                fns[i](&args);
+            }
         }
+        row += p->runs[i].count * mr;
+        run_start = run_end;
     }
 }
 

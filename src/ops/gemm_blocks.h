@@ -64,9 +64,13 @@ void gemm_run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t 
 int64_t gemm_a_panels_at_once(const gemm_call *c, const gemm_plan *p);
 
 /* The same share where nothing is packed, copied or prefetched
- * (gemm_runs_in_place says when): only the tiles' ukernel calls. */
+ * (gemm_runs_in_place says when): only the tiles' ukernel calls, by
+ * `fns`, the full-width ukernel of each run of the tessellation, which
+ * gemm_in_place_fns looks up (once for a whole batch, where the batch
+ * runs in place). */
 bool gemm_runs_in_place(const gemm_call *c, const gemm_plan *p, int64_t n0, int64_t n1);
+void gemm_in_place_fns(const gemm_plan *p, ukernel_fn fns[PLAN_MAX_RUNS]);
 void gemm_run_in_place(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
-                       int64_t n0, int64_t n1);
+                       int64_t n0, int64_t n1, const ukernel_fn fns[PLAN_MAX_RUNS]);
 
 #endif
