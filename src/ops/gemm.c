@@ -138,7 +138,7 @@ static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix
     for (int64_t jc = 0; jc < c->N; jc += p->nc)
         for (int64_t pc = 0; pc < c->K; pc += p->kc, g++, b++) {
             b_block blk = gemm_make_block(p, jc, min64(p->nc, c->N - jc), pc,
-                                     min64(p->kc, c->K - pc));
+                                          min64(p->kc, c->K - pc));
             block_progress *bp = &job->progress[g];
             float *b_buf = job->shared_b_bufs[g % 2];
             own_panel own = {.buf = own_buf, .ready = false};
@@ -147,7 +147,7 @@ static void run_shared_b(const gemm_job *job, const gemm_call *c, int64_t matrix
                     rt_wait_at_least(&job->progress[g - 2].tiles_done, (int)p->ntiles);
                 rt_wait_at_least(&tile_blocks[t], b);
                 gemm_run_tile(c, p, &blk, t, t == 0, &bp->panels_ready, a_buf, b_buf,
-                         own_buf ? &own : NULL);
+                              own_buf ? &own : NULL);
                 atomic_store_explicit(&tile_blocks[t], b + 1, memory_order_release);
                 atomic_fetch_add_explicit(&bp->tiles_done, 1, memory_order_release);
             }

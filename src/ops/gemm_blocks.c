@@ -219,8 +219,8 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *bl
  * counts the panels done there, and any other tile waits for each panel
  * it needs, a step behind. */
 void gemm_run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk, int64_t t,
-                     bool first_tile, atomic_int *panels_ready, float *a_buf, float *b_buf,
-                     own_panel *own)
+                   bool first_tile, atomic_int *panels_ready, float *a_buf, float *b_buf,
+                   own_panel *own)
 {
     int64_t r;
     int mr;
@@ -412,7 +412,7 @@ static void run_block_by_panels(const gemm_call *c, const gemm_plan *p, const b_
 /* The loop nest over one share: row tiles [t0, t1), columns [n0, n1),
  * with B blocks of its own, prepared by the first row tile of each. */
 void gemm_run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
-                      int64_t n0, int64_t n1, float *a_buf, float *b_buf)
+                    int64_t n0, int64_t n1, float *a_buf, float *b_buf)
 {
     bool panels_outer = runs_panels_outer(c, p);
     for (int64_t jc = n0; jc < n1; jc += p->nc)
@@ -423,7 +423,7 @@ void gemm_run_share(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t 
                 int64_t next_pc = pc + p->kc < c->K ? pc + p->kc : 0;
                 int64_t next_jc = next_pc ? jc : jc + p->nc;
                 b_block next = gemm_make_block(p, next_jc, min64(p->nc, n1 - next_jc), next_pc,
-                                          min64(p->kc, c->K - next_pc));
+                                               min64(p->kc, c->K - next_pc));
                 for (int64_t g = t0; g < t1; g += PANELS_OUTER_MAX_TILES) {
                     int64_t g1 = min64(g + PANELS_OUTER_MAX_TILES, t1);
                     /* The last group runs just before the next block. */

@@ -214,7 +214,7 @@ static int crowded_rows_width(const plan_model *m, const gemm_shape *s)
  * in a round before). N = 64 or 128 take the widest tile by the rule of
  * short rows above. */
 int plan_tile_width(const plan_model *m, const gemm_shape *s, const plan_choice *c,
-                        int threads)
+                    int threads)
 {
     if (s->prepacked_kc > 0)
         return m->nv;
