@@ -55,6 +55,32 @@ typedef struct ukernel_args {
 
 typedef void (*ukernel_fn)(const ukernel_args *args);
 
+/* Sets every field of *a to zero, one store each. An initializer of the
+ * struct (`= {0}`, or a designated one) compiled, where GCC chose, to
+ * `rep stos`, whose start-up was a third of the time of the dot-product
+ * share around a 1x1x64 tile and half of a row tile's on 192 x
+ * (17x64x17). */
+static inline void ukernel_args_clear(ukernel_args *a)
+{
+    a->k = 0;
+    a->a = NULL;
+    a->a_rs = 0;
+    a->a_cs = 0;
+    a->b = NULL;
+    a->b_rs = 0;
+    a->b_prefetch = 0;
+    a->b_prefetch_steps = 0;
+    a->b_copy = NULL;
+    a->b_l2_ahead = 0;
+    a->b_l2_next = NULL;
+    a->c = NULL;
+    a->ldc = 0;
+    a->alpha = 0.0f;
+    a->beta = 0.0f;
+    a->m = 0;
+    a->n = 0;
+}
+
 typedef struct ukernel_desc {
     hw_isa isa;
     int mr;        /* rows: 1..UK_MAX_MR */

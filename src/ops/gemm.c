@@ -180,8 +180,15 @@ static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, in
 {
     if (m0 >= m1 || n0 >= n1)
         return;
-    ukernel_args args = {.k = c->K, .a_rs = c->a_rs, .a_cs = 1, .b_rs = c->b_cs,
-                         .ldc = c->ldc, .alpha = c->alpha, .beta = c->beta};
+    ukernel_args args;
+    ukernel_args_clear(&args);
+    args.k = c->K;
+    args.a_rs = c->a_rs;
+    args.a_cs = 1;
+    args.b_rs = c->b_cs;
+    args.ldc = c->ldc;
+    args.alpha = c->alpha;
+    args.beta = c->beta;
     if (m1 - m0 > n1 - n0) {
         for (int64_t i = m0; i < m1; i += p->dot_mr)
             for (int64_t j = n0; j < n1; j += p->dot_nj)
@@ -202,10 +209,20 @@ static void run_row_share(const gemm_call *c, const gemm_plan *p, int64_t n0, in
     ukernel_fn row =
         ukernel_row_lookup(p->isa, p->b_from_memory ? UK_ROW_STREAMED : UK_ROW_CACHED);
     for (int64_t j = n0; j < n1; j += ROW_CALL_COLUMNS) {
-        ukernel_args args = {.k = c->K, .a = c->A, .a_rs = c->a_rs, .a_cs = c->a_cs,
-                             .b = c->B + j * c->b_cs, .b_rs = c->b_rs, .c = c->C + j,
-                             .ldc = c->ldc, .alpha = c->alpha, .beta = c->beta, .m = (int)c->M,
-                             .n = (int)min64(ROW_CALL_COLUMNS, n1 - j)};
+        ukernel_args args;
+        ukernel_args_clear(&args);
+        args.k = c->K;
+        args.a = c->A;
+        args.a_rs = c->a_rs;
+        args.a_cs = c->a_cs;
+        args.b = c->B + j * c->b_cs;
+        args.b_rs = c->b_rs;
+        args.c = c->C + j;
+        args.ldc = c->ldc;
+        args.alpha = c->alpha;
+        args.beta = c->beta;
+        args.m = (int)c->M;
+        args.n = (int)min64(ROW_CALL_COLUMNS, n1 - j);
         row(&args);
     }
 }
@@ -222,9 +239,16 @@ static void run_row_panels_share(const gemm_call *c, const gemm_plan *p, int64_t
     for (int64_t pc = 0; pc < c->K; pc += pb->kc) {
         int64_t kb = min64(pb->kc, c->K - pc);
         const float *block = pb->data + pc * pb->n_padded;
-        ukernel_args args = {.k = kb, .a = c->A + pc * c->a_cs, .a_rs = c->a_rs,
-                             .a_cs = c->a_cs, .ldc = c->ldc, .alpha = c->alpha,
-                             .beta = pc == 0 ? c->beta : 1.0f, .m = (int)c->M};
+        ukernel_args args;
+        ukernel_args_clear(&args);
+        args.k = kb;
+        args.a = c->A + pc * c->a_cs;
+        args.a_rs = c->a_rs;
+        args.a_cs = c->a_cs;
+        args.ldc = c->ldc;
+        args.alpha = c->alpha;
+        args.beta = pc == 0 ? c->beta : 1.0f;
+        args.m = (int)c->M;
         if (n0 < whole_end) {
             args.b = block + n0 * kb;
             args.b_rs = pb->nr;

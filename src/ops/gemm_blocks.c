@@ -229,10 +229,8 @@ void gemm_run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk, i
      * masked last panel looks up its own. */
     ukernel_desc desc = {.isa = p->isa, .a_packed = p->pack_a, .mr = mr};
     ukernel_fn full_width = NULL;
-    /* Every field is set below before the ukernel runs. (A designated
-     * initializer zeroed the struct first with `rep stos`, whose start-up
-     * was half of this function's time on 192 x (17x64x17).) */
-    ukernel_args args = {0};
+    ukernel_args args;
+    ukernel_args_clear(&args);
     args.k = blk->kb;
     args.m = mr;
     args.ldc = c->ldc;
@@ -353,7 +351,7 @@ static void run_block_by_panels(const gemm_call *c, const gemm_plan *p, const b_
     int64_t a_stride = round_up(UK_MAX_MR * blk->kb, 16);
     for (int64_t t = t0; t < t1; t++) {
         ukernel_args *args = &tile_args[t - t0];
-        *args = (ukernel_args){0};
+        ukernel_args_clear(args);
         int mr;
         plan_tile_rows(p, t, &tile_row[t - t0], &mr);
         const float *a = c->A + tile_row[t - t0] * c->a_rs + blk->pc * c->a_cs;
@@ -381,7 +379,8 @@ static void run_block_by_panels(const gemm_call *c, const gemm_plan *p, const b_
         int cols = (int)min64(p->nr, blk->nb - jr * p->nr);
         /* Packs the masked last panel only: full ones are read in place. */
         prepare_b_panel(c, p, blk, jr, false, b_buf);
-        ukernel_args panel = {0};
+        ukernel_args panel;
+        ukernel_args_clear(&panel);
         point_at_b(c, p, blk, jr, cols, b_buf, false, &panel);
         int64_t wrap = jr - (blk->panels - ahead);
         if (next && cols == p->nr && wrap >= 0 && panel.b_prefetch) {
@@ -466,7 +465,8 @@ void gemm_in_place_fns(const gemm_plan *p, ukernel_fn fns[PLAN_MAX_RUNS])
 void gemm_run_in_place(const gemm_call *c, const gemm_plan *p, int64_t t0, int64_t t1,
                        int64_t n0, int64_t n1, const ukernel_fn fns[PLAN_MAX_RUNS])
 {
-    ukernel_args args = {0};
+    ukernel_args args;
+    ukernel_args_clear(&args);
     args.k = c->K;
     args.a_rs = c->a_rs;
     args.a_cs = c->a_cs;
