@@ -17,6 +17,7 @@
 
 #include "api/api.h"
 #include "gemm_check.h"
+#include "ops/gemm_blocks.h"
 #include "ops/ops.h"
 #include "ref/ref.h"
 #include "tessel.h"
@@ -617,6 +618,62 @@ static void batched_cases(void)
         }
 }
 
+/* gemm_run_in_place over any range of row tiles [t0, t1): the rows of
+ * those tiles get the product, every other row of C stays as it was. The
+ * operator hands it a whole matrix's tiles; a range of them is its
+ * contract. The plan is the model's tessellation of 43 rows with A and B
+ * read in place, two full panels wide, K in one block; small integers,
+ * so every sum is exact and compared exactly. */
+static void in_place_tile_ranges(void)
+{
+    const plan_model *m = api_ctx_model(contexts[1]);
+    gemm_shape s = {.M = 43, .N = 2 * m->nr, .K = 43};
+    gemm_plan p;
+    plan_gemm(m, &s, 1, &p);
+    p.pack_a = p.pack_b = p.b_from_memory = false;
+    p.kc = s.K;
+    p.nc = s.N;
+    const int64_t M = s.M, N = s.N, K = s.K;
+    const size_t c_bytes = sizeof(float) * (size_t)(M * N);
+    float *A = malloc(sizeof(float) * (size_t)(M * K));
+    float *B = malloc(sizeof(float) * (size_t)(K * N));
+    float *C0 = malloc(c_bytes), *C = malloc(c_bytes), *E = malloc(c_bytes);
+    test_rng r = {0x1a7e};
+    for (int64_t i = 0; i < M * K; i++)
+        A[i] = (float)test_rng_range(&r, -2, 2);
+    for (int64_t i = 0; i < K * N; i++)
+        B[i] = (float)test_rng_range(&r, -2, 2);
+    for (int64_t i = 0; i < M * N; i++)
+        C0[i] = (float)test_rng_range(&r, -9, 9);
+    gemm_call c = {.M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.5f, .A = A, .a_rs = K,
+                   .a_cs = 1, .B = B, .b_rs = N, .b_cs = 1, .C = C, .ldc = N};
+    CHECK(gemm_runs_in_place(&c, &p, 0, N), "%lldx%lldx%lld with nothing packed runs in place",
+          (long long)M, (long long)N, (long long)K);
+    ukernel_fn fns[PLAN_MAX_RUNS];
+    gemm_in_place_fns(&p, fns);
+    int wrong = 0;
+    for (int64_t t0 = 0; t0 <= p.ntiles; t0++)
+        for (int64_t t1 = t0; t1 <= p.ntiles; t1++) {
+            memcpy(C, C0, c_bytes);
+            memcpy(E, C0, c_bytes);
+            for (int64_t t = t0; t < t1; t++) {
+                int64_t row;
+                int mr;
+                plan_tile_rows(&p, t, &row, &mr);
+                ref_sgemm('N', 'N', mr, N, K, 1.0f, A + row * K, K, B, N, 0.5f, E + row * N, N);
+            }
+            gemm_run_in_place(&c, &p, t0, t1, 0, N, fns);
+            wrong += memcmp(C, E, c_bytes) != 0;
+        }
+    CHECK(wrong == 0, "%d of the ranges of %lld row tiles ran wrong", wrong,
+          (long long)p.ntiles);
+    free(A);
+    free(B);
+    free(C0);
+    free(C);
+    free(E);
+}
+
 /* The 600-sized and other large products, a few per thread count. */
 static void large_cases(void)
 {
@@ -1016,6 +1073,7 @@ void suite_gemm(void)
     shared_b_cases();
     k_split_cases();
     narrow_b_cases();
+    in_place_tile_ranges();
     row_cases();
     streamed_b_cases();
     l2_ahead_cases();
