@@ -80,6 +80,10 @@ static inline void ukernel_args_clear(ukernel_args *a)
     a->m = 0;
     a->n = 0;
 }
+/* A field added to ukernel_args must be added to ukernel_args_clear too. */
+_Static_assert(sizeof(ukernel_args) == 8 * sizeof(int64_t) + 5 * sizeof(void *) +
+                                           2 * sizeof(float) + 2 * sizeof(int),
+               "ukernel_args_clear sets every field of ukernel_args");
 
 typedef struct ukernel_desc {
     hw_isa isa;
