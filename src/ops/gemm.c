@@ -210,17 +210,9 @@ static void run_row_share(const gemm_call *c, const gemm_plan *p, int64_t n0, in
         ukernel_row_lookup(p->isa, p->b_from_memory ? UK_ROW_STREAMED : UK_ROW_CACHED);
     for (int64_t j = n0; j < n1; j += ROW_CALL_COLUMNS) {
         ukernel_args args;
-        ukernel_args_clear(&args);
-        args.k = c->K;
-        args.a = c->A;
-        args.a_rs = c->a_rs;
-        args.a_cs = c->a_cs;
+        gemm_call_args(c, &args);
         args.b = c->B + j * c->b_cs;
-        args.b_rs = c->b_rs;
         args.c = c->C + j;
-        args.ldc = c->ldc;
-        args.alpha = c->alpha;
-        args.beta = c->beta;
         args.m = (int)c->M;
         args.n = (int)min64(ROW_CALL_COLUMNS, n1 - j);
         row(&args);

@@ -466,17 +466,7 @@ void gemm_run_in_place(const gemm_call *c, const gemm_plan *p, int64_t t0, int64
                        int64_t n0, int64_t n1, const ukernel_fn fns[PLAN_MAX_RUNS])
 {
     ukernel_args args;
-    ukernel_args_clear(&args);
-    args.k = c->K;
-    args.a_rs = c->a_rs;
-    args.a_cs = c->a_cs;
-    args.b_rs = c->b_rs;
-    args.b_prefetch = 0;
-    args.b_prefetch_steps = 0;
-    args.b_copy = NULL;
-    args.ldc = c->ldc;
-    args.alpha = c->alpha;
-    args.beta = c->beta;
+    gemm_call_args(c, &args);
     args.n = p->nr;
     int64_t run_start = 0, row = 0; /* the run's first tile and its first row */
     for (int i = 0; i < p->nruns && run_start < t1; i++) {

@@ -23,6 +23,21 @@ static inline int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* The ukernel arguments that come from the call as they are: all of K, A
+ * and its strides, B's row stride, C's, alpha and beta; the rest zero. */
+static inline void gemm_call_args(const gemm_call *c, ukernel_args *args)
+{
+    ukernel_args_clear(args);
+    args->k = c->K;
+    args->a = c->A;
+    args->a_rs = c->a_rs;
+    args->a_cs = c->a_cs;
+    args->b_rs = c->b_rs;
+    args->ldc = c->ldc;
+    args->alpha = c->alpha;
+    args->beta = c->beta;
+}
+
 /* One (jc, pc) block of B: columns [jc, jc + nb), rows [pc, pc + kb),
  * in `panels` panels. */
 typedef struct {
