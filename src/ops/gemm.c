@@ -232,13 +232,9 @@ static void run_row_panels_share(const gemm_call *c, const gemm_plan *p, int64_t
         int64_t kb = min64(pb->kc, c->K - pc);
         const float *block = pb->data + pc * pb->n_padded;
         ukernel_args args;
-        ukernel_args_clear(&args);
+        gemm_call_args(c, &args);
         args.k = kb;
         args.a = c->A + pc * c->a_cs;
-        args.a_rs = c->a_rs;
-        args.a_cs = c->a_cs;
-        args.ldc = c->ldc;
-        args.alpha = c->alpha;
         args.beta = pc == 0 ? c->beta : 1.0f;
         args.m = (int)c->M;
         if (n0 < whole_end) {
@@ -343,8 +339,9 @@ static void run_plan_units(const gemm_call *c, const gemm_plan *p, int t, int64_
         ukernel_fn fns[PLAN_MAX_RUNS];
         gemm_in_place_fns(p, fns);
         gemm_run_in_place(c, p, t0, t1, n0, n1, fns);
-    } else
+    } else {
         gemm_run_share(c, p, t0, t1, n0, n1, a_buf, b_buf);
+    }
 }
 
 static void run_plan_share(const gemm_call *c, const gemm_plan *p, int t, float *a_buf,
