@@ -92,10 +92,15 @@ static void every_kernel(void)
                     int nr = nv * vec;
                     int fails = 0, cases = 0;
                     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
-                        for (int shape = 0; shape < 3; shape++) {
-                            /* full tile, edge in n, edge in m and n */
+                        for (int shape = 0; shape < 5; shape++) {
+                            /* full tile, edge in n, edge in m and n, then
+                             * the last vector exactly half in use (the
+                             * half-width path on 16-float vectors) and
+                             * one column past half (the full one) */
+                            const int widths[] = {nr, nr - vec / 2 - 1, 1, nr - vec / 2,
+                                                  nr - vec / 2 + 1};
                             int m = shape == 2 ? (mr + 1) / 2 : mr;
-                            int n = shape == 0 ? nr : (shape == 1 ? nr - vec / 2 - 1 : 1);
+                            int n = widths[shape];
                             if (n < 1)
                                 n = 1;
                             float alpha = alphas[(ki + shape) % 2];

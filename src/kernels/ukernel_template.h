@@ -30,6 +30,12 @@ typedef int32_t uk_ivec __attribute__((vector_size(sizeof(uk_vec)))); /* lane ma
 #elif UK_VEC_FLOATS == 4
 #define UK_LANES(F, s) F(s, 0), F(s, 1), F(s, 2), F(s, 3)
 #endif
+#define UK_LANE_INDEX(s, l) (l)
+
+/* Half a vector: the last vector of an edge tile with at most half its
+ * lanes in use. Only 16-float vectors take it (see uk_half_edge). */
+typedef float uk_half __attribute__((vector_size(UK_VEC_FLOATS / 2 * sizeof(float))));
+enum { UK_HALF_LAST = UK_VEC_FLOATS == 16 };
 
 /* The cache line: 64 bytes on every x86-64 and on the Arm cores tessel
  * targets. Only prefetching depends on it. */
@@ -47,6 +53,13 @@ static inline __attribute__((always_inline)) uk_vec uk_load(const float *p)
 static inline __attribute__((always_inline)) void uk_store(float *p, uk_vec v)
 {
     memcpy(p, &v, sizeof v);
+}
+
+static inline __attribute__((always_inline)) uk_half uk_load_half(const float *p)
+{
+    uk_half v;
+    memcpy(&v, p, sizeof v);
+    return v;
 }
 
 /* Pins a loaded vector to a register. Left alone, GCC folds each use of a
@@ -142,8 +155,15 @@ static inline __attribute__((always_inline)) float uk_strided_a(const float *a,
  * for b_l2_ahead steps on into L2. */
 static inline __attribute__((always_inline)) void
 uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b, const int far,
-          const ukernel_args *args, uk_vec acc[UK_MAX_MR][UK_MAX_NV])
+          const int half, const ukernel_args *args, uk_vec acc[UK_MAX_MR][UK_MAX_NV])
 {
+    /* With half, the last vector is a half one (see uk_half_edge), summed
+     * apart and widened into acc[i][nv - 1] at the end. */
+    const int whole = half ? nv - 1 : nv;
+    uk_half acc_half[UK_MAX_MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++)
+        acc_half[i] = (uk_half){0};
     const float *a = args->a;
     const float *b = args->b;
     float *b_copy = args->b_copy;
@@ -193,9 +213,14 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b, cons
         }
         uk_vec bv[UK_MAX_NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
+        for (int v = 0; v < whole; v++) {
             bv[v] = uk_load(b + v * UK_VEC_FLOATS);
             UK_IN_REGISTER(bv[v]);
+        }
+        uk_half b_half = {0};
+        if (half) {
+            b_half = uk_load_half(b + whole * UK_VEC_FLOATS);
+            UK_IN_REGISTER(b_half);
         }
         if (copy_b) {
 #pragma GCC unroll 4
@@ -207,8 +232,10 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b, cons
         for (int i = 0; i < mr; i++) {
             float ai = a_packed ? a[i] : mr > 8 ? uk_strided_a(a, &row_bytes, i) : a[i * a_rs];
 #pragma GCC unroll 4
-            for (int v = 0; v < nv; v++)
+            for (int v = 0; v < whole; v++)
                 acc[i][v] += ai * bv[v];
+            if (half)
+                acc_half[i] += ai * b_half;
         }
         a += a_step;
         b += b_rs;
@@ -217,10 +244,18 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b, cons
         if (!a_packed && mr > 8)
             __asm__("" : "+r"(a));
     }
+    /* Widened in registers, the upper lanes zero (through memory, each
+     * was a store the wider load could not forward from). */
+    if (half)
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++)
+            acc[i][nv - 1] = __builtin_shufflevector(acc_half[i], (uk_half){0},
+                                                     UK_LANES(UK_LANE_INDEX, 0));
 }
 
 static inline __attribute__((always_inline)) void
-ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args *args)
+ukernel_body(const int mr, const int nv, const int a_packed, const int half,
+             const ukernel_args *args)
 {
     uk_vec acc[UK_MAX_MR][UK_MAX_NV];
 #pragma GCC unroll 16
@@ -240,12 +275,14 @@ ukernel_body(const int mr, const int nv, const int a_packed, const ukernel_args 
     /* Copies of the k loop, so that the one that also packs B, and the one
      * that also asks for B far ahead, cost the plain one nothing (its
      * loads and FMAs took 4-5% longer beside a test for the far rows). */
-    if (args->b_copy)
-        uk_k_loop(mr, nv, a_packed, 1, 1, args, acc);
+    if (half)
+        uk_k_loop(mr, nv, a_packed, 0, 0, 1, args, acc);
+    else if (args->b_copy)
+        uk_k_loop(mr, nv, a_packed, 1, 1, 0, args, acc);
     else if (args->b_l2_ahead)
-        uk_k_loop(mr, nv, a_packed, 0, 1, args, acc);
+        uk_k_loop(mr, nv, a_packed, 0, 1, 0, args, acc);
     else
-        uk_k_loop(mr, nv, a_packed, 0, 0, args, acc);
+        uk_k_loop(mr, nv, a_packed, 0, 0, 0, args, acc);
 
     if (args->m < mr || args->n < nv * UK_VEC_FLOATS) {
         float tile[UK_MAX_MR * UK_MAX_NV * UK_VEC_FLOATS];
@@ -468,7 +505,6 @@ static inline __attribute__((always_inline)) void uk_transpose(uk_vec r[UK_VEC_F
  * 199 -> 240 ns), and on 4-float vectors every group would have gone
  * float by float. */
 enum { UK_FEW_ROWS = UK_VEC_FLOATS / 4 };
-#define UK_LANE_INDEX(s, l) (l)
 
 #if UK_VEC_FLOATS == 16
 /* A group of 5 to 8 rows (the A micro-panel of a 5-8-row tile, the last
@@ -837,14 +873,37 @@ static void uk_row_stream(const ukernel_args *args)
     }
 #define UK_DOT_ENTRY(MR, NJ) {MR, NJ, uk_dot_##MR##x##NJ, NULL},
 
-/* One member: a packed-A and a strided-A function and its table entry. */
-#define UK_MEMBER(MR, NV)                                                         \
-    static void uk_##MR##x##NV##_packed(const ukernel_args *args)                 \
+/* An edge tile whose last vector has at most half its lanes in use runs
+ * that vector at half width: where a 16-float FMA costs two 8-float ones
+ * (AMD Zen 4 splits it in two), a 24-column tile saves a quarter of its
+ * FMA time, and where it costs one, nothing is lost (docs/DESIGN.md,
+ * ukernel descriptor). Not while packing B (the copy stores whole
+ * vectors) nor in the far loop, which only wide B read in place takes. */
+static inline __attribute__((always_inline)) int uk_half_edge(const int nv,
+                                                              const ukernel_args *args)
+{
+    return UK_HALF_LAST && args->n <= nv * UK_VEC_FLOATS - UK_VEC_FLOATS / 2 && !args->b_copy &&
+           !args->b_l2_ahead;
+}
+
+/* One form of a member (A packed or read in place). The half-width edge
+ * body is a function of its own: inlined beside the others, it moved the
+ * full tiles' code about and cost bert-base and dietcode 1% at 1 thread
+ * (2026-12-06-compare-session24-half-edge-bert-dietcode.md). */
+#define UK_MEMBER_FORM(MR, NV, FORM, A_PACKED)                                    \
+    static __attribute__((noinline)) void uk_##MR##x##NV##_##FORM##_half(         \
+        const ukernel_args *args)                                                 \
     {                                                                             \
-        ukernel_body(MR, NV, 1, args);                                            \
+        ukernel_body(MR, NV, A_PACKED, 1, args);                                  \
     }                                                                             \
-    static void uk_##MR##x##NV##_strided(const ukernel_args *args)                \
+    static void uk_##MR##x##NV##_##FORM(const ukernel_args *args)                 \
     {                                                                             \
-        ukernel_body(MR, NV, 0, args);                                            \
+        if (uk_half_edge(NV, args))                                               \
+            uk_##MR##x##NV##_##FORM##_half(args);                                 \
+        else                                                                      \
+            ukernel_body(MR, NV, A_PACKED, 0, args);                              \
     }
+
+/* One member: a packed-A and a strided-A function and its table entry. */
+#define UK_MEMBER(MR, NV) UK_MEMBER_FORM(MR, NV, packed, 1) UK_MEMBER_FORM(MR, NV, strided, 0)
 #define UK_ENTRY(MR, NV) {MR, NV, uk_##MR##x##NV##_packed, uk_##MR##x##NV##_strided},
