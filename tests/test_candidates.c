@@ -50,7 +50,7 @@ static tile_rule first_failed_rule(const plan_model *m, int mr, int nv)
         return TILE_RULE_LATENCY;
     if (!model_fits_load_ports(mr, nv, hw->fma_per_cycle, LOADS_PER_CYCLE))
         return TILE_RULE_LOAD_PORTS;
-    if (model_broadcast_share(nv, hw->fma_per_cycle, hw->broadcast_cycles) >
+    if (model_broadcast_share(nv, hw->broadcast_cycles) >
         m->least_broadcast_share + 0.1 + 1e-9)
         return TILE_RULE_BROADCASTS;
     if (model_kc(&l1, mr, nv * m->vec) <= 0)
@@ -202,7 +202,7 @@ static void candidates_of_presets(void)
             c13 = &list[i];
     CHECK(c13 && c13->verdict.failed == TILE_RULE_BROADCASTS &&
               strcmp(c13->reason,
-                     "its broadcasts add 20% to its FMA cycles, the widest tile's 5%") == 0,
+                     "its broadcasts add 20% to an FMA pipe's time, the widest tile's 5%") == 0,
           "zen1 13x8 reason '%s'", c13 ? c13->reason : "(missing)");
 #endif
 }

@@ -34,7 +34,7 @@ static void describe_rejection(const tile_verdict *v, char *reason, size_t len)
         break;
     case TILE_RULE_BROADCASTS:
         snprintf(reason, len,
-                 "its broadcasts add %.0f%% to its FMA cycles, the widest tile's %.0f%%",
+                 "its broadcasts add %.0f%% to an FMA pipe's time, the widest tile's %.0f%%",
                  100.0 * v->broadcast_share, 100.0 * v->least_broadcast_share);
         break;
     case TILE_RULE_L1:

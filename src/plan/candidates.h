@@ -44,7 +44,7 @@ typedef struct tile_verdict {
     double load_cycles;         /* cycles a k step's loads take on the load ports */
     double fma_cycles;          /* cycles a k step's FMAs take */
     double broadcast_cycles;    /* what a k step's broadcasts add to them */
-    double broadcast_share;     /* broadcast_cycles / fma_cycles */
+    double broadcast_share;     /* broadcast_cycles / (fma_cycles x fma_pipes) */
     double least_broadcast_share; /* the same for the widest tile rules 1-3 pass */
     int l1_ways, l1_ways_for_b; /* rule 3: W1 and C_B */
     int64_t kc;                 /* rule 3's kc for this tile (main family) */

@@ -193,14 +193,25 @@ bool model_fits_load_ports(int mr, int nv, double fma_per_cycle, double loads_pe
  * Against the widest tile rather than absolute, so that a probe that
  * reads broadcasts dear (a neighbour on the core) narrows the choice
  * instead of rejecting every tile. With the probe's 0.21-0.25 cycles
- * here, 8 wide stays out from 0.13 and 16 wide in up to 0.4; where a
+ * there, 8 wide stays out from 0.13 and 16 wide in up to 0.4; where a
  * neighbour on the core made it read 0.8-1.0, 24 wide is the widest in,
  * as fast in L1. */
 static const double MAX_EXTRA_BROADCAST_SHARE = 0.1;
 
-double model_broadcast_share(int nv, double fma_per_cycle, double broadcast_cycles)
+/* The share is counted per FMA pipe: a broadcast's cycles against one
+ * pipe's FMAs of the row (nv), not against the core's (nv / pipes). On
+ * one pipe the two are the same. On two, counted against the core's, the
+ * probe's 0.19-0.51 cycles a broadcast on the AMD EPYC of family 25
+ * model 1 (Zen 3, AVX2) left 6x16 out for 4x24 in 7 of 10 processes,
+ * where 6x16, which reads two thirds of the B bytes per FMA, was the
+ * faster: in one process, the two alternating, 4x24 took 1.047 of
+ * 6x16's time (geomean of 13 BERT shapes at 1 and 2 threads, 6x16 ahead
+ * in 20 of 26; `2026-12-06-plan-ab-zen3-6x16-4x24.txt`). The probe's loop feeds
+ * every FMA a broadcast, which a two-pipe core may not absorb where a
+ * tile's one broadcast for two or more FMAs is. */
+double model_broadcast_share(int nv, double broadcast_cycles)
 {
-    return broadcast_cycles * fma_per_cycle / nv;
+    return broadcast_cycles / nv;
 }
 
 /* Rules 1-3 of model_tile_verdict: registers, latency, load ports. */
@@ -225,7 +236,7 @@ static void find_least_broadcast_share(plan_model *m)
         for (int mr = 1; mr <= UK_MAX_MR; mr++)
             if (m->tile_cycles[nv][mr] > 0.0 && first_rules(m, mr, nv) == TILE_RULE_PASSES)
                 m->least_broadcast_share =
-                    model_broadcast_share(nv, m->hw.fma_per_cycle, m->hw.broadcast_cycles);
+                    model_broadcast_share(nv, m->hw.broadcast_cycles);
 }
 
 /* The rules of DESIGN ("Register and cache blocking") on one main-family
@@ -248,7 +259,7 @@ tile_verdict model_tile_verdict(const plan_model *m, int mr, int nv)
         .load_cycles = (mr + nv) / LOADS_PER_CYCLE,
         .fma_cycles = mr * nv / fma_per_cycle,
         .broadcast_cycles = mr * m->hw.broadcast_cycles,
-        .broadcast_share = model_broadcast_share(nv, fma_per_cycle, m->hw.broadcast_cycles),
+        .broadcast_share = model_broadcast_share(nv, m->hw.broadcast_cycles),
         .least_broadcast_share = m->least_broadcast_share,
         .l1_ways = l1.ways,
         .l1_ways_for_b = model_l1_ways_for_b(l1.ways, mr, nv * m->vec),
