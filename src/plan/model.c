@@ -206,7 +206,8 @@ static const double MAX_EXTRA_BROADCAST_SHARE = 0.1;
  * where 6x16, which reads two thirds of the B bytes per FMA, was the
  * faster: in one process, the two alternating, 4x24 took 1.047 of
  * 6x16's time (geomean of 13 BERT shapes at 1 and 2 threads, 6x16 ahead
- * in 20 of 26; `2026-12-06-plan-ab-zen3-6x16-4x24.txt`). The probe's loop feeds
+ * in 20 of 26) and 1.028 over 7 more (12 of 14, the rest level;
+ * `2026-12-06-plan-ab-zen3-6x16-4x24.txt`). The probe's loop feeds
  * every FMA a broadcast, which a two-pipe core may not absorb where a
  * tile's one broadcast for two or more FMAs is. */
 double model_broadcast_share(int nv, double broadcast_cycles)
