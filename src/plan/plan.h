@@ -35,10 +35,11 @@ int model_registers(int mr, int nv);
 
 /* Rule 2's load-port bound: the mr broadcasts and nv B loads of a k step
  * issue within the time its mr * nv FMAs take. */
+bool model_fits_load_ports(int mr, int nv, double fma_per_cycle, double loads_per_cycle);
+
 /* The share of one FMA pipe's time that the broadcasts of a tile nv
  * vectors wide add (one per row per k step, broadcast_cycles each). */
 double model_broadcast_share(int nv, double broadcast_cycles);
-bool model_fits_load_ports(int mr, int nv, double fma_per_cycle, double loads_per_cycle);
 
 /* Rule 1, FMA latency: enough independent accumulators to keep every
  * FMA pipe busy, mr * nv >= latency * issue width. */
