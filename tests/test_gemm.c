@@ -560,8 +560,11 @@ static void batched_cases(void)
                 }
                 run_case(&gc);
             }
-    /* Batches long enough that threads claim several matrices at a time
-     * (ops/gemm.c), the last claim cut short: 97 = 8 x 12 + 1 on 2 threads. */
+    /* Batches long enough that each thread's share comes in groups of
+     * several matrices (ops/gemm.c), the last group cut short: 97 on 2
+     * threads is shares of 48 and 49 in groups of 12, on 3 of 32, 32
+     * and 33 in groups of 8. On 3 threads over 2 cores, threads also
+     * take groups from the ends of the others' shares. */
     static const int64_t long_batches[] = {50, 97};
     for (int c = 0; c < N_CTX; c++)
         for (int bi = 0; bi < 2; bi++) {

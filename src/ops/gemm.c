@@ -42,8 +42,8 @@
  * so batches of such matrices are split over the batch instead. */
 static const double SMALL_MATRIX_FLOPS = 4e6;
 
-/* Claims of matrices per task in a batch split over threads. */
-static const int64_t CLAIMS_PER_TASK = 4;
+/* Groups of matrices in a share of a batch split over threads. */
+static const int64_t GROUPS_PER_BATCH_SHARE = 4;
 
 /* Matrices of fewer flops do not ask for the next (batch_prefetches_next). */
 static const double PREFETCH_NEXT_MIN_FLOPS = 4e5;
@@ -69,7 +69,7 @@ typedef struct {
     int64_t batch;
     int64_t stride_a, stride_b, stride_c;
     bool split_batch;     /* tasks take whole matrices, not plan shares, */
-    int64_t per_claim;    /* this many at a time from next_matrix */
+    int batch_tasks;      /* the tasks a split batch is shared among */
     bool prefetch_next;   /* a task asks for matrix i + 1 while i runs */
     /* Whole matrices run by one task, each in place (gemm_runs_in_place),
      * by the tiles' ukernels looked up once for the batch. */
@@ -87,13 +87,11 @@ typedef struct {
     block_progress *progress;
     int64_t blocks;       /* (jc, pc) blocks of one matrix */
     atomic_int *tile_blocks; /* per matrix and row tile: its blocks done */
-    /* A split along N run in groups of a share's panels (run_split_n):
-     * each share's groups left, one counter a cache line. */
+    /* A split along N run in groups of a share's panels (run_split_n),
+     * or a batch in groups of a share's matrices (run_batch_share): each
+     * share's groups left, one counter a cache line. */
     share_groups *groups;
-    int64_t group_units;  /* panels (row plans: their units) in a group */
-    /* On a cache line of its own: every claim writes it, and the fields
-     * above are read all the time by every task. */
-    alignas(64) atomic_llong next_matrix;
+    int64_t group_units;  /* panels (row plans: their units; batches: matrices) in a group */
 } gemm_job;
 
 static int64_t max64(int64_t a, int64_t b)
@@ -499,6 +497,46 @@ static void run_matrix(const gemm_job *job, int64_t i, int64_t next, float *a_bu
     run_plan_share(&c, job->plan, 0, a_buf, b_buf);
 }
 
+/* Matrices a group, in a batch split over `tasks`: about
+ * GROUPS_PER_BATCH_SHARE groups a share. Fewer, and a slowed thread
+ * cannot hand part of its share on; more, and the share's cache line
+ * travels between the cores for every few small matrices. */
+static int64_t batch_group_matrices(int64_t batch, int tasks)
+{
+    int64_t n = batch / ((int64_t)tasks * GROUPS_PER_BATCH_SHARE);
+    return n > 0 ? n : 1;
+}
+
+/* The first matrix of share s of a batch split over its tasks. */
+static int64_t batch_share_start(const gemm_job *job, int s)
+{
+    return job->batch * s / job->batch_tasks;
+}
+
+/* Groups of share s of a batch, from the front or the back. */
+static void run_batch_groups(const gemm_job *job, int s, bool front, float *a_buf, float *b_buf)
+{
+    int64_t end = batch_share_start(job, s + 1);
+    for (int64_t g; (g = take_group(&job->groups[s], front)) >= 0;) {
+        int64_t i0 = batch_share_start(job, s) + g * job->group_units;
+        int64_t i1 = min64(i0 + job->group_units, end);
+        for (int64_t i = i0; i < i1; i++)
+            run_matrix(job, i, i + 1 < i1 ? i + 1 : -1, a_buf, b_buf);
+    }
+}
+
+/* A batch split over threads in whole matrices: each task runs its own
+ * share, the same matrices call after call, so that a batch the caches
+ * hold is found in the L2 of the core that ran it last; then what is
+ * left of the others' shares, from their ends, so that a thread the
+ * machine slows down hands part of its share on. */
+static void run_batch_share(const gemm_job *job, int t, float *a_buf, float *b_buf)
+{
+    run_batch_groups(job, t, true, a_buf, b_buf);
+    for (int i = 1; i < job->batch_tasks; i++)
+        run_batch_groups(job, (t + i) % job->batch_tasks, false, a_buf, b_buf);
+}
+
 static void gemm_task(void *opaque, int task, int ntasks)
 {
     gemm_job *job = opaque;
@@ -506,13 +544,7 @@ static void gemm_task(void *opaque, int task, int ntasks)
     float *a_buf = slice, *b_buf = slice + job->a_floats;
     (void)ntasks;
     if (job->split_batch) {
-        /* Matrices a few at a time, so a thread the machine slows down
-         * takes fewer of them. */
-        for (int64_t i0; (i0 = atomic_fetch_add(&job->next_matrix, job->per_claim)) < job->batch;) {
-            int64_t i1 = min64(i0 + job->per_claim, job->batch);
-            for (int64_t i = i0; i < i1; i++)
-                run_matrix(job, i, i + 1 < i1 ? i + 1 : -1, a_buf, b_buf);
-        }
+        run_batch_share(job, task, a_buf, b_buf);
         return;
     }
     for (int64_t i = 0; i < job->batch; i++) {
@@ -640,14 +672,8 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
     gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K};
     job.split_batch = env->threads > 1 && batch > 1 && plan->threads == 1 &&
                       plan_threads_pay(env->model, &shape, batch);
-    atomic_init(&job.next_matrix, 0);
     int ntasks = job.split_batch ? (int)min64(env->threads, batch) : plan->threads;
-    /* About CLAIMS_PER_TASK claims each: fewer, and a slowed thread
-     * cannot hand its share on; more, and the counter's cache line
-     * travels between the cores for every few small matrices. */
-    job.per_claim = batch / ((int64_t)ntasks * CLAIMS_PER_TASK);
-    if (job.per_claim < 1)
-        job.per_claim = 1;
+    job.batch_tasks = ntasks;
 
     job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot;
     job.prefetch_next =
@@ -685,7 +711,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         plan->split == 'K' ? round_up((ntasks - 1) * call->M * call->N, 16) : 0;
     size_t float_bytes = (size_t)(job.scratch_floats * ntasks + partial_floats) * sizeof(float);
     size_t progress_bytes = 0, tile_bytes = 0, group_bytes = 0;
-    bool grouped = splits_n_in_groups(plan, batch, ntasks, job.split_batch);
+    bool grouped = job.split_batch || splits_n_in_groups(plan, batch, ntasks, job.split_batch);
     if (grouped) /* from the next cache line on */
         group_bytes = 64 + (size_t)ntasks * sizeof(share_groups);
     if (job.shared_b) {
@@ -722,9 +748,12 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
          * up to the next cache line. */
         size_t at = (float_bytes + progress_bytes + tile_bytes + 63) / 64 * 64;
         job.groups = (share_groups *)(scratch + at);
-        job.group_units = group_units(plan, call);
+        job.group_units = job.split_batch ? batch_group_matrices(batch, ntasks)
+                                          : group_units(plan, call);
         for (int t = 0; t < ntasks; t++) {
-            int64_t units = plan->bounds[t + 1] - plan->bounds[t];
+            int64_t units = job.split_batch ? batch_share_start(&job, t + 1) -
+                                                  batch_share_start(&job, t)
+                                            : plan->bounds[t + 1] - plan->bounds[t];
             uint64_t groups = (uint64_t)((units + job.group_units - 1) / job.group_units);
             atomic_init(&job.groups[t].front_back, groups << 32);
         }
