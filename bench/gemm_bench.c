@@ -7,8 +7,9 @@
  * problem, timed in three rounds that alternate between the libraries.
  * Every library writes its own C, and each peer's C is compared with
  * tessel's, so a fast wrong answer shows up in the max_rel_diff column.
- * A problem timed while other processes took the benchmark's cores is timed
- * again. It also measures call overhead (a 1x1x1 GEMM and 12 batched 5x5x64
+ * A problem timed while other processes took the benchmark's cores, or
+ * while the host gave them less than their usual speed (canary.h, checked
+ * before every library's round), is timed again. It also measures call overhead (a 1x1x1 GEMM and 12 batched 5x5x64
  * GEMMs, median of many single calls). Results go to a CSV file, progress to
  * stderr; bench/gemm_report.c turns the CSV into tables and plots.
  *
@@ -22,6 +23,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench.h"
+#include "canary.h"
 
 #include <errno.h>
 #include <math.h>
@@ -510,12 +512,15 @@ static void park(const bench_lib *lib)
 
 /* Times every library once on one problem (the packed variants only when
  * `packed` is set) and compares their results; returns the CPUs other
- * processes used meanwhile, on average. */
+ * processes used meanwhile, on average, and sets *capacity to the lowest
+ * machine speed the canary saw before a round (1.0 for call overheads,
+ * which are not checked). */
 static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
                           const bench_problem *p, const float *A, const float *B,
                           float *const *C, const timing_policy *tp, int overhead, int packed,
-                          lib_result *res)
+                          lib_result *res, double *capacity)
 {
+    *capacity = 1.0;
     double wall = now_s(), busy = machine_busy_s(), self = self_cpu_s();
     lib_timing lt[MAX_LIBS];
     for (int l = 0; l < nlibs; l++) {
@@ -546,6 +551,10 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
         for (int l = 0; l < nlibs; l++) {
             if (!res[l].ran || !res[l].ok)
                 continue;
+            /* after the pause: the last library's workers sleep */
+            double speed = canary_capacity(threads);
+            if (speed < *capacity)
+                *capacity = speed;
             if (time_round(libs[l], &lt[l], round, tp) != 0) {
                 end_timing(libs[l], &lt[l], NULL);
                 res[l].ok = 0;
@@ -553,6 +562,12 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
             park(libs[l]);
             sleep_ms(threads > 1 ? 25 : 1);
         }
+    /* and after the last round's pause: a spell that began in it */
+    if (!overhead) {
+        double speed = canary_capacity(threads);
+        if (speed < *capacity)
+            *capacity = speed;
+    }
     for (int l = 0; !overhead && l < nlibs; l++)
         if (res[l].ran && res[l].ok)
             end_timing(libs[l], &lt[l], &res[l].seconds);
@@ -589,16 +604,37 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
 /* Counts over a whole run, for the closing lines of the log. */
 typedef struct run_stats {
     int warnings; /* results differing from tessel's */
-    int retried;  /* problems timed again because other processes took cores */
-    int loaded;   /* problems whose best attempt still shared cores */
+    int retried;  /* problems timed again (other processes, a slow machine) */
+    int loaded;   /* problems whose kept attempt still shared cores */
+    int slowed;   /* problems whose kept attempt still ran on a slow machine */
 } run_stats;
 
 /* When other processes take more than the CPUs the benchmark leaves idle
  * (plus LOAD_RETRY_CPUS) while a problem is timed, some timed thread had
- * to share a core: the problem runs again, up to MAX_ATTEMPTS times in all,
- * and the attempt with the least other load is kept. */
+ * to share a core; when the canary before some round ran below
+ * SLOW_MACHINE of its best speed, the host held the benchmark's cores
+ * back (a spell that may fall on one library's rounds and not the
+ * other's: at 2 threads, single shapes ran at one thread's speed for one
+ * library only). Either way the problem runs again, up to MAX_ATTEMPTS
+ * times in all. The attempt kept is the first clean one, else the one
+ * whose machine was fastest, less load breaking ties. Which attempt is
+ * kept depends on the machine alone, never on the libraries' times. */
 #define LOAD_RETRY_CPUS 0.3
+#define SLOW_MACHINE 0.75
 #define MAX_ATTEMPTS 3
+
+/* After an attempt on a slowed machine, the next waits until the canary
+ * reads SLOW_MACHINE or more again, checking every 50 ms, for at most
+ * SLOW_WAIT_S: most spells here end within a second, some last minutes,
+ * and those must not stall the run. */
+#define SLOW_WAIT_S 1.0
+
+static void wait_for_speed(int threads)
+{
+    double until = now_s() + SLOW_WAIT_S;
+    while (canary_capacity(threads) < SLOW_MACHINE && now_s() < until)
+        sleep_ms(50);
+}
 
 static double load_limit(int threads)
 {
@@ -639,15 +675,23 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
     }
 
     lib_result res[MAX_LIBS] = {{0}}, attempt[MAX_LIBS] = {{0}};
-    double wall = now_s(), least = INFINITY;
+    double wall = now_s(), least = INFINITY, speed = -1.0;
     double limit = load_limit(threads);
     int attempts = 0;
-    while (attempts < MAX_ATTEMPTS && least > limit) {
+    while (attempts < MAX_ATTEMPTS && (least > limit || speed < SLOW_MACHINE)) {
+        double capacity;
+        if (attempts > 0 && speed < SLOW_MACHINE)
+            wait_for_speed(threads);
         double others = measure_all(libs, nlibs, threads, p, A, B, C, tp, overhead, packed,
-                                    attempt);
+                                    attempt, &capacity);
         attempts++;
-        if (others < least) {
+        /* a loaded attempt counts as no faster than a slowed one */
+        double kept_speed = capacity - (others > limit ? 1.0 : 0.0);
+        double best_speed = speed - (least > limit ? 1.0 : 0.0);
+        if (attempts == 1 || kept_speed > best_speed ||
+            (kept_speed == best_speed && others < least)) {
             least = others;
+            speed = capacity;
             memcpy(res, attempt, sizeof res);
         }
     }
@@ -655,6 +699,8 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
         stats->retried++;
     if (least > limit)
         stats->loaded++;
+    if (speed < SLOW_MACHINE)
+        stats->slowed++;
 
     fprintf(stderr, "[T=%d] %-10s %4lldx%-5lldx%-5lld x%-3lld %c%c ", threads, row->family,
             (long long)p->M, (long long)p->N, (long long)p->K, (long long)p->batch,
@@ -677,8 +723,9 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
         csv_row(out, libs[l]->name, threads, row->family, p, &res[l], peak_per_thread);
     }
     fprintf(stderr, "  (%.1f s", now_s() - wall);
-    if (attempts > 1 || least > limit)
-        fprintf(stderr, ", %d attempt(s), other load %.2f CPUs", attempts, least);
+    if (attempts > 1 || least > limit || speed < SLOW_MACHINE)
+        fprintf(stderr, ", %d attempt(s), other load %.2f CPUs, machine at %.2f of its speed",
+                attempts, least, speed);
     fprintf(stderr, ")\n");
     fflush(out);
 }
@@ -833,7 +880,7 @@ int main(int argc, char **argv)
 
     pool pa = {0}, pb = {0}, pc[MAX_LIBS];
     memset(pc, 0, sizeof pc);
-    run_stats stats = {0, 0, 0};
+    run_stats stats = {0, 0, 0, 0};
     int failed = 0;
     double start = now_s();
     for (int ti = 0; ti < nthreads && !failed; ti++) {
@@ -861,8 +908,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "gemm_bench: total %.1f s, %d result(s) differ from tessel by more than %g\n",
             now_s() - start, stats.warnings, REL_DIFF_WARN);
     fprintf(stderr, "gemm_bench: %d problem(s) retimed because other processes took the "
-                    "benchmark's cores; %d still shared them after %d attempts\n",
-            stats.retried, stats.loaded, MAX_ATTEMPTS);
+                    "benchmark's cores or the host slowed them (canary below %.2f of its "
+                    "speed); after %d attempts %d still shared them, %d still ran slowed\n",
+            stats.retried, SLOW_MACHINE, MAX_ATTEMPTS, stats.loaded, stats.slowed);
 
     if (out != stdout)
         fclose(out);
