@@ -1,25 +1,26 @@
 /*
- * canary.c - the machine-speed canary (canary.h). Each thread runs
- * CANARY_SAMPLES short runs of a fixed piece of arithmetic, 16 independent
- * multiply-add chains on 4-float vectors: enough independent work that the
- * FP pipes, not the chains' latency, set the pace, so a core shared with
- * another thread reads slow. A run takes about a third of a millisecond,
- * and its time swings by up to 2x from run to run while the host is
- * unsettled, so a thread's speed is its median run. The best (shortest)
- * run any thread has taken is the yardstick; the first calls set it, and a
- * faster run later only lowers it, so a slow start costs a few needless
- * retimes, never a missed one.
+ * canary.c - the machine-speed canary (canary.h). Each thread makes
+ * CANARY_SAMPLES short runs of a fixed piece of arithmetic, 10
+ * independent chains of 8-float multiply-adds: enough independent work
+ * that the FP pipes, not the chains' latency, set the pace, so a core the
+ * host shares or holds back reads slow. A run takes about a third of a
+ * millisecond; a thread's speed is its median run, so one interrupted run
+ * does not count. The best (shortest) run any thread has taken is the
+ * yardstick; the first calls set it, and a faster run later only lowers
+ * it, so a slow start costs a few needless retimes, never a missed one.
  *
  * The runs are made by helper threads, one on each CPU the benchmark's
  * threads run on (the caller's first), while the caller waits. Left to
  * the scheduler, a helper sometimes shared the caller's CPU while the
- * other idled, and every check of a whole run read half speed while the
- * libraries ran at full speed.
+ * other idled, and the check read half speed while the libraries ran at
+ * full speed.
  *
- * What it saw on the 2-vCPU AMD EPYC (Zen 4) of 2026-12-06: for seconds at
- * a time most runs took twice their best time, with nothing in the
- * guest's CPU accounting (steal 8 ticks in 35 minutes of benchmarks);
- * otherwise nine runs in ten were within 10% of the best.
+ * What it saw on the 2-vCPU AMD EPYC (Zen 4) of 2026-12-06: runs within
+ * 1-4% of the best while the machine was calm, and 0.50 of it while both
+ * libraries ran a 2-thread GEMM at one thread's speed (31 x 2304 x 768,
+ * 114 and 112 GFLOP/s; the shapes timed just before and after it ran at
+ * 206-220), with the guest's steal time flat (8 ticks in 35 minutes of
+ * benchmarks).
  */
 #define _GNU_SOURCE /* CPU affinity: pthread_attr_setaffinity_np, sched_getcpu */
 
