@@ -9,8 +9,9 @@
  * tessel's, so a fast wrong answer shows up in the max_rel_diff column.
  * A problem timed while other processes took the benchmark's cores, or
  * while the host gave them less than their usual speed (canary.h, checked
- * before every library's round), is timed again. It also measures call overhead (a 1x1x1 GEMM and 12 batched 5x5x64
- * GEMMs, median of many single calls). Results go to a CSV file, progress to
+ * before every library's round), is timed again. It also measures call
+ * overhead (a 1x1x1 GEMM and 12 batched 5x5x64 GEMMs, median of many
+ * single calls). Results go to a CSV file, progress to
  * stderr; bench/gemm_report.c turns the CSV into tables and plots.
  *
  * Pre-packed weights: on the linear-layer shapes of packed_families (plain
@@ -510,6 +511,14 @@ static void park(const bench_lib *lib)
         lib->park();
 }
 
+/* Lowers *capacity to the machine's speed now, if that is lower. */
+static void check_speed(int threads, double *capacity)
+{
+    double speed = canary_capacity(threads);
+    if (speed < *capacity)
+        *capacity = speed;
+}
+
 /* Times every library once on one problem (the packed variants only when
  * `packed` is set) and compares their results; returns the CPUs other
  * processes used meanwhile, on average, and sets *capacity to the lowest
@@ -552,9 +561,7 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
             if (!res[l].ran || !res[l].ok)
                 continue;
             /* after the pause: the last library's workers sleep */
-            double speed = canary_capacity(threads);
-            if (speed < *capacity)
-                *capacity = speed;
+            check_speed(threads, capacity);
             if (time_round(libs[l], &lt[l], round, tp) != 0) {
                 end_timing(libs[l], &lt[l], NULL);
                 res[l].ok = 0;
@@ -563,11 +570,8 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
             sleep_ms(threads > 1 ? 25 : 1);
         }
     /* and after the last round's pause: a spell that began in it */
-    if (!overhead) {
-        double speed = canary_capacity(threads);
-        if (speed < *capacity)
-            *capacity = speed;
-    }
+    if (!overhead)
+        check_speed(threads, capacity);
     for (int l = 0; !overhead && l < nlibs; l++)
         if (res[l].ran && res[l].ok)
             end_timing(libs[l], &lt[l], &res[l].seconds);

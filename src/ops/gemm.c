@@ -382,10 +382,10 @@ static void run_groups(const gemm_job *job, int t, int s, bool front, float *a_b
  * share's own cache line). */
 enum { GROUPS_PER_SHARE = 4 };
 
-static bool splits_n_in_groups(const gemm_plan *p, int64_t batch, int ntasks, bool split_batch)
+/* A batch split over threads is never one: it runs one-thread plans. */
+static bool splits_n_in_groups(const gemm_plan *p, int64_t batch, int ntasks)
 {
-    return !split_batch && batch == 1 && ntasks > 1 && ntasks == p->threads &&
-           p->split == 'N' && !p->dot;
+    return batch == 1 && ntasks > 1 && ntasks == p->threads && p->split == 'N' && !p->dot;
 }
 
 /* Units (panels) a group: a share's over GROUPS_PER_SHARE, but for the
@@ -711,7 +711,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         plan->split == 'K' ? round_up((ntasks - 1) * call->M * call->N, 16) : 0;
     size_t float_bytes = (size_t)(job.scratch_floats * ntasks + partial_floats) * sizeof(float);
     size_t progress_bytes = 0, tile_bytes = 0, group_bytes = 0;
-    bool grouped = job.split_batch || splits_n_in_groups(plan, batch, ntasks, job.split_batch);
+    bool grouped = job.split_batch || splits_n_in_groups(plan, batch, ntasks);
     if (grouped) /* from the next cache line on */
         group_bytes = 64 + (size_t)ntasks * sizeof(share_groups);
     if (job.shared_b) {
