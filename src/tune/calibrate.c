@@ -85,16 +85,23 @@ int tune_rank(const plan_model *m, const gemm_shape *s, int threads, tune_candid
     return kept;
 }
 
+/* Rounds of measurements of each plan in tune_shape. */
+enum { TUNE_ROUNDS = 3 };
+
 int tune_shape(tune_bench *b, const plan_model *m, const gemm_shape *s, int top,
                tune_candidate *out, int max)
 {
     int n = tune_rank(m, s, b->env.threads, out, max);
     if (n > top)
         n = top;
-    /* Twice round, alternating, keeping each plan's faster median: the
-     * machine's clock and neighbours drift, and a plan measured only
-     * during a slow spell would lose unfairly. */
-    for (int round = 0; round < 2; round++)
+    /* Round after round, alternating, keeping each plan's fastest median:
+     * the machine's clock and neighbours drift, and a plan measured only
+     * during a slow spell would lose unfairly. Three rounds, not two: this
+     * host has spells of 0.1-1.5 s in which both cores run at half speed
+     * (every shape at once, in-L2 ones too: bench/results/
+     * 2026-12-06-half-speed-spells-zen4.txt), long enough to cover two
+     * rounds of a large shape's plan. */
+    for (int round = 0; round < TUNE_ROUNDS; round++)
         for (int i = 0; i < n; i++) {
             gemm_plan p;
             plan_gemm_choice(m, s, b->env.threads, &out[i].choice, &p);

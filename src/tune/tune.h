@@ -113,8 +113,8 @@ int tune_rank(const plan_model *m, const gemm_shape *s, int threads, tune_candid
               int max);
 
 /* Measures the `top` cheapest predicted plans of a shape (alternating,
- * twice each) and returns how many; out[] is in predicted order with
- * `measured` filled in. */
+ * three times each, keeping each plan's fastest) and returns how many;
+ * out[] is in predicted order with `measured` filled in. */
 int tune_shape(tune_bench *b, const plan_model *m, const gemm_shape *s, int top,
                tune_candidate *out, int max);
 
