@@ -352,7 +352,7 @@ static double problem_flops(const bench_problem *p)
  * bench/results/2026-12-06-half-speed-spells-zen4.txt); one falling on
  * two of a library's three rounds and none of the other's moved the
  * median of all calls to half speed (tessel's 24x3072x768 on 2 threads
- * at 0.57 of oneDNN in two full runs, 1.03-1.08 in short ones). The
+ * at 0.57 of oneDNN in two full runs, 206-221 GFLOP/s in short ones). The
  * fastest round needs one clean round of each library, and every library
  * is judged by the same rule. */
 #define TIMING_ROUNDS 3
