@@ -545,8 +545,8 @@ static void check_speed(int threads, double *capacity)
 /* Times every library once on one problem (the packed variants only when
  * `packed` is set) and compares their results; returns the CPUs other
  * processes used meanwhile, on average, and sets *capacity to the lowest
- * machine speed the canary saw before a round (1.0 for call overheads,
- * which are not checked). */
+ * machine speed the canary saw before a round or after the last (1.0 for
+ * call overheads, which are not checked). */
 static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
                           const bench_problem *p, const float *A, const float *B,
                           float *const *C, const timing_policy *tp, int overhead, int packed,
