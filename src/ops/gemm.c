@@ -593,11 +593,11 @@ static bool batch_prefetches_next(const op_env *env, const gemm_call *call, int6
     const hw_cache *last = hw_data_cache(&env->model->hw, 3);
     int64_t last_bytes = last ? last->size_bytes : env->model->l2_bytes;
     double flops = 2.0 * (double)call->M * (double)call->N * (double)call->K;
-    int64_t c_bytes = call->M * call->N * (int64_t)sizeof(float);
-    int64_t next_bytes = prefetch_next_bytes(call);
+    int64_t floats = call->M * call->K + (call->packed ? 0 : call->K * call->N) + call->M * call->N;
+    int64_t matrix_bytes = floats * (int64_t)sizeof(float);
     return batch > 1 && !plan->dot && !plan->row && flops >= PREFETCH_NEXT_MIN_FLOPS &&
-           next_bytes <= env->model->l2_bytes / 2 &&
-           (double)batch * (double)(next_bytes + c_bytes) > (double)last_bytes / 2;
+           prefetch_next_bytes(call) <= env->model->l2_bytes / 2 &&
+           (double)batch * (double)matrix_bytes > (double)last_bytes / 2;
 }
 
 void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_shape *shape,

@@ -16,19 +16,23 @@ typedef struct {
     int64_t rows, row_bytes, stride;
 } prefetch_region;
 
-/* Where the asking has got to: operand `part` (A, then B), its row `row`,
+/* The regions asked for, in order: A, op(B), C. */
+enum { PREFETCH_NEXT_PARTS = 3 };
+
+/* Where the asking has got to: region `part`, its row `row`,
  * `byte` bytes along it; `per_step` lines asked for per step. */
 typedef struct prefetch_next {
-    prefetch_region operands[2];
+    prefetch_region operands[PREFETCH_NEXT_PARTS];
     int part;
     int64_t row, byte;
     int64_t per_step;
 } prefetch_next;
 
-/* Bytes of `next`'s operands that prefetch_next_start would ask for. */
+/* Bytes of `next` that prefetch_next_start would ask for. */
 int64_t prefetch_next_bytes(const gemm_call *next);
 
-/* Sets `n` up to ask for `next`'s A and op(B) (not a pre-packed B) in
+/* Sets `n` up to ask for `next`'s A and op(B) (not a pre-packed B), and
+ * its C where K is short (prefetch_next.c says why), in
  * about `steps` / PREFETCH_NEXT_SPEED calls of prefetch_next_step. */
 void prefetch_next_start(prefetch_next *n, const gemm_call *next, int64_t steps);
 
