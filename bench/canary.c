@@ -25,11 +25,11 @@
 #define _GNU_SOURCE /* CPU affinity: pthread_attr_setaffinity_np, sched_getcpu */
 
 #include "canary.h"
+#include "timing.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #define CANARY_CHAINS 10
 #define CANARY_MAX_THREADS 16
@@ -42,13 +42,6 @@ typedef float canary_vec __attribute__((vector_size(32)));
 
 static double best_s = 1e30;
 static volatile float sink;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The fixed work, its seconds: x = x * 0.5 + 1, which converges to 2, so
  * the chains never reach infinities or denormals, whose speed differs.
@@ -64,11 +57,11 @@ static double now_s(void)
     const canary_vec one = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};   \
     for (int c = 0; c < CANARY_CHAINS; c++)                                    \
         x[c] = one * (float)c;                                                 \
-    double t0 = now_s();                                                       \
+    double t0 = bench_now_s();                                                       \
     for (long s = 0; s < CANARY_STEPS; s++)                                    \
         _Pragma("GCC unroll 16") for (int c = 0; c < CANARY_CHAINS; c++)       \
             x[c] = step;                                                       \
-    double t = now_s() - t0;                                                   \
+    double t = bench_now_s() - t0;                                                   \
     float sum = 0.0f; /* every chain's result used: none is optimised away */ \
     for (int c = 0; c < CANARY_CHAINS; c++)                                    \
         sum += x[c][0];                                                        \

@@ -26,6 +26,7 @@
 
 #include "bench.h"
 #include "canary.h"
+#include "timing.h"
 
 #include <errno.h>
 #include <math.h>
@@ -82,13 +83,6 @@ static const bench_lib *const all_libs[MAX_LIBS] = {
  * packed variants run on their plain problems with transb 'N'. */
 static const char *const packed_families[] = {"bert-base", "dietcode"};
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* CPU seconds the whole machine spent busy (steal included), from
  * /proc/stat; NAN where there is no /proc. Together with this process's
  * own CPU time it tells how much else ran during the benchmark. */
@@ -120,18 +114,6 @@ static void sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 void bench_problem_layout(bench_problem *p)
@@ -392,16 +374,16 @@ static int start_timing(const bench_lib *lib, const bench_problem *p, const floa
         fprintf(stderr, "  %s: prepare failed: %s\n", lib->name, err);
         return -1;
     }
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (lib->run(lt->call, err, sizeof err) != 0)
         goto fail;
-    double est = now_s() - t0;
+    double est = bench_now_s() - t0;
     if (est < 0.05) {
         /* the first call may include planning, JIT or page faults */
-        t0 = now_s();
+        t0 = bench_now_s();
         if (lib->run(lt->call, err, sizeof err) != 0)
             goto fail;
-        est = now_s() - t0;
+        est = bench_now_s() - t0;
     }
     int reps = tp->max_reps;
     if (est > 0.0 && tp->target_s / est < (double)reps)
@@ -432,21 +414,21 @@ static int time_round(const bench_lib *lib, lib_timing *lt, int round, const tim
     char err[256] = "";
     int want = (lt->reps * (round + 1) + TIMING_ROUNDS - 1) / TIMING_ROUNDS;
     int least = (tp->min_reps * (round + 1) + TIMING_ROUNDS - 1) / TIMING_ROUNDS;
-    double warm_until = now_s() + ROUND_WARMUP_S;
+    double warm_until = bench_now_s() + ROUND_WARMUP_S;
     do {
         if (lib->run(lt->call, err, sizeof err) != 0) {
             fprintf(stderr, "  %s: run failed: %s\n", lib->name, err);
             return -1;
         }
-    } while (now_s() < warm_until);
-    double deadline = now_s() + 10.0 * tp->target_s / TIMING_ROUNDS;
-    while (lt->done < want && (lt->done < least || now_s() < deadline)) {
-        double t0 = now_s();
+    } while (bench_now_s() < warm_until);
+    double deadline = bench_now_s() + 10.0 * tp->target_s / TIMING_ROUNDS;
+    while (lt->done < want && (lt->done < least || bench_now_s() < deadline)) {
+        double t0 = bench_now_s();
         if (lib->run(lt->call, err, sizeof err) != 0) {
             fprintf(stderr, "  %s: run failed: %s\n", lib->name, err);
             return -1;
         }
-        lt->t[lt->done++] = now_s() - t0;
+        lt->t[lt->done++] = bench_now_s() - t0;
     }
     lt->round_end[round] = lt->done;
     return 0;
@@ -459,7 +441,7 @@ static double fastest_round_median(lib_timing *lt)
     for (int round = 0, start = 0; round < TIMING_ROUNDS; start = lt->round_end[round++]) {
         int end = lt->round_end[round];
         if (end > start) {
-            double m = median(lt->t + start, end - start);
+            double m = bench_median(lt->t + start, end - start);
             if (m < best)
                 best = m;
         }
@@ -492,18 +474,18 @@ static int time_overhead(const bench_lib *lib, const bench_problem *p, const flo
     }
     double *t = malloc((size_t)calls * sizeof *t);
     int rc = t ? 0 : -1;
-    double deadline = now_s() + 0.1 * OVERHEAD_MAX_S;
-    for (int i = 0; rc == 0 && i < calls / 10 + 10 && now_s() < deadline; i++)
+    double deadline = bench_now_s() + 0.1 * OVERHEAD_MAX_S;
+    for (int i = 0; rc == 0 && i < calls / 10 + 10 && bench_now_s() < deadline; i++)
         rc = lib->run(call, err, sizeof err);
     int done = 0;
-    deadline = now_s() + OVERHEAD_MAX_S;
-    while (rc == 0 && done < calls && (done < 10 || now_s() < deadline)) {
-        double t0 = now_s();
+    deadline = bench_now_s() + OVERHEAD_MAX_S;
+    while (rc == 0 && done < calls && (done < 10 || bench_now_s() < deadline)) {
+        double t0 = bench_now_s();
         rc = lib->run(call, err, sizeof err);
-        t[done++] = now_s() - t0;
+        t[done++] = bench_now_s() - t0;
     }
     if (rc == 0)
-        *seconds = median(t, done);
+        *seconds = bench_median(t, done);
     else
         fprintf(stderr, "  %s: overhead run failed: %s\n", lib->name, err);
     free(t);
@@ -553,7 +535,7 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
                           lib_result *res, double *capacity)
 {
     *capacity = 1.0;
-    double wall = now_s(), busy = machine_busy_s(), self = self_cpu_s();
+    double wall = bench_now_s(), busy = machine_busy_s(), self = self_cpu_s();
     lib_timing lt[MAX_LIBS];
     for (int l = 0; l < nlibs; l++) {
         res[l].max_rel_diff = NAN;
@@ -601,7 +583,7 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
     /* /proc/stat counts in clock ticks: forgive two of them, so that short
      * problems do not read as loaded by rounding alone */
     double others_s = machine_busy_s() - busy - (self_cpu_s() - self);
-    double others = (others_s - 2.0 / (double)sysconf(_SC_CLK_TCK)) / (now_s() - wall);
+    double others = (others_s - 2.0 / (double)sysconf(_SC_CLK_TCK)) / (bench_now_s() - wall);
 
     /* The reference is tessel's result when tessel is among the libraries
      * (it is first); its own row then holds the smallest difference to any
@@ -658,8 +640,8 @@ typedef struct run_stats {
 
 static void wait_for_speed(int threads)
 {
-    double until = now_s() + SLOW_WAIT_S;
-    while (canary_capacity(threads) < SLOW_MACHINE && now_s() < until)
+    double until = bench_now_s() + SLOW_WAIT_S;
+    while (canary_capacity(threads) < SLOW_MACHINE && bench_now_s() < until)
         sleep_ms(50);
 }
 
@@ -702,7 +684,7 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
     }
 
     lib_result res[MAX_LIBS] = {{0}}, attempt[MAX_LIBS] = {{0}};
-    double wall = now_s(), least = INFINITY, speed = -1.0;
+    double wall = bench_now_s(), least = INFINITY, speed = -1.0;
     double limit = load_limit(threads);
     int attempts = 0;
     while (attempts < MAX_ATTEMPTS && (least > limit || speed < SLOW_MACHINE)) {
@@ -749,7 +731,7 @@ static void bench_one(const bench_lib *const *libs, int nlibs, int threads,
         }
         csv_row(out, libs[l]->name, threads, row->family, p, &res[l], peak_per_thread);
     }
-    fprintf(stderr, "  (%.1f s", now_s() - wall);
+    fprintf(stderr, "  (%.1f s", bench_now_s() - wall);
     if (attempts > 1 || least > limit || speed < SLOW_MACHINE)
         fprintf(stderr, ", %d attempt(s), other load %.2f CPUs, machine at %.2f of its speed",
                 attempts, least, speed);
@@ -909,7 +891,7 @@ int main(int argc, char **argv)
     memset(pc, 0, sizeof pc);
     run_stats stats = {0, 0, 0, 0};
     int failed = 0;
-    double start = now_s();
+    double start = bench_now_s();
     for (int ti = 0; ti < nthreads && !failed; ti++) {
         for (int l = 0; l < nlibs; l++)
             if (libs[l]->set_threads(threads[ti]) != 0) {
@@ -919,7 +901,7 @@ int main(int argc, char **argv)
             }
         if (failed)
             break;
-        double t_start = now_s(), busy_start = machine_busy_s(), self_start = self_cpu_s();
+        double t_start = bench_now_s(), busy_start = machine_busy_s(), self_start = self_cpu_s();
         if (do_overhead)
             for (int k = 0; k < 2; k++)
                 bench_one(libs, nlibs, threads[ti], &over[k], &pa, &pb, pc, &tp, 1, peak, out,
@@ -927,13 +909,13 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < shapes.n; i++)
             bench_one(libs, nlibs, threads[ti], &shapes.rows[i], &pa, &pb, pc, &tp, 0, peak,
                       out, &stats);
-        double wall = now_s() - t_start;
+        double wall = bench_now_s() - t_start;
         double others = (machine_busy_s() - busy_start - (self_cpu_s() - self_start)) / wall;
         fprintf(stderr, "gemm_bench: %d thread(s) took %.1f s; other processes used %.2f CPUs"
                         " on average meanwhile\n", threads[ti], wall, others > 0 ? others : 0.0);
     }
     fprintf(stderr, "gemm_bench: total %.1f s, %d result(s) differ from tessel by more than %g\n",
-            now_s() - start, stats.warnings, REL_DIFF_WARN);
+            bench_now_s() - start, stats.warnings, REL_DIFF_WARN);
     fprintf(stderr, "gemm_bench: %d problem(s) retimed because other processes took the "
                     "benchmark's cores or the host slowed them (canary below %.2f of its "
                     "speed); after %d attempts %d still shared them, %d still ran slowed\n",

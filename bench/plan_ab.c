@@ -25,30 +25,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/api.h"
 #include "ops/ops.h"
 #include "plan/plan.h"
 #include "tessel.h"
+#include "timing.h"
 
 enum { MAX_CHOICES = 8, MAX_ROUNDS = 101 };
 
 /* Calls are timed in batches of about this many seconds each round. */
 static const double BATCH_SECONDS = 0.02;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int usage(void)
 {
@@ -140,9 +128,9 @@ int main(int argc, char **argv)
     }
 
     /* Calls per batch from one warm-up call of the first plan. */
-    double t0 = now_s();
+    double t0 = bench_now_s();
     op_sgemm_plan(&env, &call, &plans[0], 1, 0, 0, 0);
-    double one = now_s() - t0;
+    double one = bench_now_s() - t0;
     int calls = one > 0 ? (int)(BATCH_SECONDS / one) + 1 : 1000;
     for (int c = 0; c < nchoices; c++)
         for (int i = 0; i < calls; i++)
@@ -150,10 +138,10 @@ int main(int argc, char **argv)
     static double t[MAX_CHOICES][MAX_ROUNDS];
     for (int r = 0; r < rounds; r++)
         for (int c = 0; c < nchoices; c++) {
-            t0 = now_s();
+            t0 = bench_now_s();
             for (int i = 0; i < calls; i++)
                 op_sgemm_plan(&env, &call, &plans[c], 1, 0, 0, 0);
-            t[c][r] = (now_s() - t0) / calls;
+            t[c][r] = (bench_now_s() - t0) / calls;
         }
 
     double flops = 2.0 * (double)M * (double)N * (double)K, first = 0.0;
@@ -161,8 +149,7 @@ int main(int argc, char **argv)
            (long long)M, (long long)N, (long long)K, trans_a ? 'T' : 'N', trans_b ? 'T' : 'N',
            packed ? " pre-packed" : "", threads, rounds, calls);
     for (int c = 0; c < nchoices; c++) {
-        qsort(t[c], (size_t)rounds, sizeof(double), compare_doubles);
-        double med = t[c][rounds / 2];
+        double med = bench_median(t[c], rounds);
         if (c == 0)
             first = med;
         printf("  [%d] %.1f GFLOP/s (%.3f)", c, flops / med * 1e-9, med / first);

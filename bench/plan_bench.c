@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/api.h"
 #include "api/plan_cache.h"
 #include "plan/plan.h"
 #include "tessel.h"
+#include "timing.h"
 
 enum {
     PLAN_REPS = 15,        /* timings of each shape's planning */
@@ -36,22 +36,7 @@ enum { BERT_FAMILIES = sizeof BERT_NK / sizeof BERT_NK[0] };
 
 static double now_ns(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Sorts v. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return bench_now_s() * 1e9;
 }
 
 static double maximum(const double *v, int n)
@@ -100,7 +85,7 @@ static double time_plan(const plan_model *m, const gemm_shape *s, int threads, g
         plan_gemm(m, s, threads, plan);
         t[r] = now_ns() - t0;
     }
-    return median(t, PLAN_REPS);
+    return bench_median(t, PLAN_REPS);
 }
 
 static gemm_shape bert_shape(int family, int64_t M)
@@ -125,11 +110,11 @@ static void bench_planning(report *r, const plan_model *m, int threads, gemm_pla
         double worst = maximum(fam, BERT_MAX_M);
         double copy[BERT_MAX_M];
         memcpy(copy, fam, sizeof copy);
-        row(r, what, median(copy, BERT_MAX_M), worst, 20e3);
+        row(r, what, bench_median(copy, BERT_MAX_M), worst, 20e3);
         all += BERT_MAX_M;
     }
     double worst = maximum(per_shape, all);
-    row(r, "plan_gemm, all bert shapes", median(per_shape, all), worst, 20e3);
+    row(r, "plan_gemm, all bert shapes", bench_median(per_shape, all), worst, 20e3);
     gemm_shape big = {.M = 2048, .N = 2048, .K = 2048};
     row(r, "plan_gemm, 2048 x 2048 x 2048", time_plan(m, &big, threads, plan), 0, 20e3);
     gemm_shape one = {.M = 1, .N = 1, .K = 1};
@@ -150,7 +135,7 @@ static void bench_planning(report *r, const plan_model *m, int threads, gemm_pla
             t[n++] = time_plan(&calibrated, &sh, threads, plan);
         }
     double slowest = maximum(t, n);
-    row(r, "plan_gemm calibrated, bert (every 7th M)", median(t, n), slowest, 20e3);
+    row(r, "plan_gemm calibrated, bert (every 7th M)", bench_median(t, n), slowest, 20e3);
     row(r, "plan_gemm calibrated, 2048 x 2048 x 2048", time_plan(&calibrated, &big, threads, plan),
         0, 20e3);
 }
@@ -181,10 +166,10 @@ static void bench_miss_path(report *r, const plan_model *m, plan_cache *cache, i
         double v[PLAN_REPS];
         for (int rep = 0; rep < PLAN_REPS; rep++)
             v[rep] = t[rep][i];
-        per_shape[i] = median(v, PLAN_REPS);
+        per_shape[i] = bench_median(v, PLAN_REPS);
     }
     double worst = maximum(per_shape, SHAPES);
-    row(r, "miss: key + lookup + plan + insert, bert", median(per_shape, SHAPES), worst, 20e3);
+    row(r, "miss: key + lookup + plan + insert, bert", bench_median(per_shape, SHAPES), worst, 20e3);
 }
 
 static volatile int64_t sink;
@@ -211,7 +196,7 @@ static double time_hits(plan_cache *cache, const gemm_shape *shapes, int nshapes
         t[b] = (now_ns() - t0) / HIT_BATCH;
         sink = acc;
     }
-    return median(t, HIT_BATCHES);
+    return bench_median(t, HIT_BATCHES);
 }
 
 /* (2) hits: over every bert shape the cache holds, and one shape again. */
@@ -262,7 +247,7 @@ static void bench_call(report *r, tessel_ctx *ctx)
             tessel_sgemm(ctx, 'N', 'N', 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
         t[bt] = (now_ns() - t0) / CALL_BATCH;
     }
-    row(r, "tessel_sgemm 1 x 1 x 1, whole call", median(t, CALL_BATCHES), 0, 0);
+    row(r, "tessel_sgemm 1 x 1 x 1, whole call", bench_median(t, CALL_BATCHES), 0, 0);
 }
 
 int main(int argc, char **argv)
