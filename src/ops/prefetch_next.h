@@ -19,12 +19,12 @@ typedef struct {
 /* The regions asked for, in order: A, op(B), C. */
 enum { PREFETCH_NEXT_PARTS = 3 };
 
-/* Where the asking has got to: region `part`, its row `row`,
- * `byte` bytes along it; `per_step` lines asked for per step. */
+/* Where the asking has got to: region `part`, its row `row`, `line`
+ * lines into it; `per_step` lines asked for per step. */
 typedef struct prefetch_next {
     prefetch_region operands[PREFETCH_NEXT_PARTS];
     int part;
-    int64_t row, byte;
+    int64_t row, line;
     int64_t per_step;
 } prefetch_next;
 
