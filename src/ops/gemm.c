@@ -595,9 +595,18 @@ static bool batch_prefetches_next(const op_env *env, const gemm_call *call, int6
     double flops = 2.0 * (double)call->M * (double)call->N * (double)call->K;
     int64_t floats = call->M * call->K + (call->packed ? 0 : call->K * call->N) + call->M * call->N;
     int64_t matrix_bytes = floats * (int64_t)sizeof(float);
+    /* Short k loops (the next C asked for too) of 0.8 MFLOP or more wait
+     * on memory from a quarter of the last cache: on a 32 MiB L3 shared
+     * with neighbours, 144 and 192 x (81x81x64) B^T (9.7 and 13 MiB) ran
+     * 1.36-1.47x as fast at 1 thread asking, 192 of them 1.15x at 2;
+     * asked for from there, P V (K = 81 tokens) ran 0.87-0.92x at 2
+     * threads and 192 x (62x64x62) 0.82x at 1
+     * (2026-12-07-prefetch-next-short-k-inprocess-zen4.txt). */
+    bool short_k = prefetch_next_asks_for_c(call) && flops >= 2 * PREFETCH_NEXT_MIN_FLOPS;
+    double from = (double)last_bytes / (short_k ? 4 : 2);
     return batch > 1 && !plan->dot && !plan->row && flops >= PREFETCH_NEXT_MIN_FLOPS &&
            prefetch_next_bytes(call) <= env->model->l2_bytes / 2 &&
-           (double)batch * (double)matrix_bytes > (double)last_bytes / 2;
+           (double)batch * (double)matrix_bytes > from;
 }
 
 void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_shape *shape,

@@ -62,7 +62,7 @@ static int64_t region_lines(const prefetch_region *r)
     return r->rows * ((r->row_bytes + LINE_BYTES - 1) / LINE_BYTES + 1);
 }
 
-static bool asks_for_c(const gemm_call *next)
+bool prefetch_next_asks_for_c(const gemm_call *next)
 {
     return next->K <= PREFETCH_NEXT_C_MAX_K;
 }
@@ -70,7 +70,7 @@ static bool asks_for_c(const gemm_call *next)
 int64_t prefetch_next_bytes(const gemm_call *next)
 {
     int64_t a = next->M * next->K, b = next->packed ? 0 : next->K * next->N;
-    int64_t c = asks_for_c(next) ? next->M * next->N : 0;
+    int64_t c = prefetch_next_asks_for_c(next) ? next->M * next->N : 0;
     return (a + b + c) * (int64_t)sizeof(float);
 }
 
@@ -79,7 +79,7 @@ void prefetch_next_start(prefetch_next *n, const gemm_call *next, int64_t steps)
     n->operands[0] = region_of(next->A, next->M, next->K, next->a_rs, next->a_cs);
     n->operands[1] = next->packed ? (prefetch_region){0}
                                   : region_of(next->B, next->K, next->N, next->b_rs, next->b_cs);
-    n->operands[2] = asks_for_c(next) ? region_of(next->C, next->M, next->N, next->ldc, 1)
+    n->operands[2] = prefetch_next_asks_for_c(next) ? region_of(next->C, next->M, next->N, next->ldc, 1)
                                       : (prefetch_region){0};
     int64_t lines = 0;
     for (int i = 0; i < PREFETCH_NEXT_PARTS; i++)

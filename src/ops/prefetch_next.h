@@ -5,6 +5,7 @@
 #ifndef TESSEL_PREFETCH_NEXT_H
 #define TESSEL_PREFETCH_NEXT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ops/ops.h"
@@ -27,6 +28,10 @@ typedef struct prefetch_next {
     int64_t row, line;
     int64_t per_step;
 } prefetch_next;
+
+/* Whether prefetch_next_start asks for `next`'s C as well as its operands
+ * (where K is short). */
+bool prefetch_next_asks_for_c(const gemm_call *next);
 
 /* Bytes of `next` that prefetch_next_start would ask for. */
 int64_t prefetch_next_bytes(const gemm_call *next);
