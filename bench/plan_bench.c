@@ -169,7 +169,8 @@ static void bench_miss_path(report *r, const plan_model *m, plan_cache *cache, i
         per_shape[i] = bench_median(v, PLAN_REPS);
     }
     double worst = maximum(per_shape, SHAPES);
-    row(r, "miss: key + lookup + plan + insert, bert", bench_median(per_shape, SHAPES), worst, 20e3);
+    double median_ns = bench_median(per_shape, SHAPES);
+    row(r, "miss: key + lookup + plan + insert, bert", median_ns, worst, 20e3);
 }
 
 static volatile int64_t sink;

@@ -20,7 +20,7 @@
  * Where K is short, matrix i+1's C is asked for too. Each ukernel asks
  * for its own tile of C as it starts, and its k loop hides the wait
  * where K is long; at attention's K = 64 a 14x32 tile is over in ~1800
- * cycles. With the next C asked for, 192 x (100-128 x 100-128 x 64) B^T
+ * cycles. With the next C asked for, 192 x (S x S x 64) B^T, S = 100-128,
  * ran 1.08-1.12x as fast at 1 thread and 1.03-1.07x at 2; P V's C (K =
  * 100-128 tokens) asked for too ran 0.92-0.98x (AMD EPYC family 25, in
  * one process, alternating: 2026-12-07-prefetch-next-c-inprocess-zen4.txt).
@@ -79,8 +79,9 @@ void prefetch_next_start(prefetch_next *n, const gemm_call *next, int64_t steps)
     n->operands[0] = region_of(next->A, next->M, next->K, next->a_rs, next->a_cs);
     n->operands[1] = next->packed ? (prefetch_region){0}
                                   : region_of(next->B, next->K, next->N, next->b_rs, next->b_cs);
-    n->operands[2] = prefetch_next_asks_for_c(next) ? region_of(next->C, next->M, next->N, next->ldc, 1)
-                                      : (prefetch_region){0};
+    n->operands[2] = prefetch_next_asks_for_c(next)
+                         ? region_of(next->C, next->M, next->N, next->ldc, 1)
+                         : (prefetch_region){0};
     int64_t lines = 0;
     for (int i = 0; i < PREFETCH_NEXT_PARTS; i++)
         lines += region_lines(&n->operands[i]);
