@@ -57,11 +57,11 @@ static volatile float sink;
     const canary_vec one = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};   \
     for (int c = 0; c < CANARY_CHAINS; c++)                                    \
         x[c] = one * (float)c;                                                 \
-    double t0 = bench_now_s();                                                       \
+    double t0 = bench_now_s();                                                 \
     for (long s = 0; s < CANARY_STEPS; s++)                                    \
         _Pragma("GCC unroll 16") for (int c = 0; c < CANARY_CHAINS; c++)       \
             x[c] = step;                                                       \
-    double t = bench_now_s() - t0;                                                   \
+    double t = bench_now_s() - t0;                                             \
     float sum = 0.0f; /* every chain's result used: none is optimised away */ \
     for (int c = 0; c < CANARY_CHAINS; c++)                                    \
         sum += x[c][0];                                                        \
