@@ -37,7 +37,6 @@ enum { MAX_CHOICES = 8, MAX_ROUNDS = 101 };
 /* Calls are timed in batches of about this many seconds each round. */
 static const double BATCH_SECONDS = 0.02;
 
-
 static int usage(void)
 {
     fprintf(stderr, "usage: plan_ab M N K [--threads T] [--trans XY] [--packed] [--rounds R] "

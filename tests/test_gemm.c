@@ -579,8 +579,8 @@ static void batched_cases(void)
     /* Batches that outgrow half the last cache, of matrices large enough
      * that a task running them one after another asks for the next one's
      * operands, and at K = 64 its C, meanwhile (ops/gemm.c,
-     * batch_prefetches_next): every
-     * transpose, on every context (1 thread; 2 and 3 claiming matrices). */
+     * batch_prefetches_next): every transpose, on every context (1
+     * thread; 2 and 3 claiming matrices). */
     const hw_cache *last = hw_data_cache(hw_default_profile(), 3);
     if (!last)
         last = hw_data_cache(hw_default_profile(), 2);
