@@ -178,6 +178,36 @@ static void zen4_by_hand(void)
               (long long)sh.M, (long long)sh.N, (long long)sh.K, sh.transb ? " NT" : "",
               (long long)p.b_unprefetched_stride, (long long)unprefetched[i].stride);
     }
+    /* B read in place: a tile whose k step takes 12 or more cycles of
+     * FMAs, over a panel three lines wide or more or over rows that
+     * collide in the L1, asks for B's rows 2048 cycles of its FMAs ahead
+     * into L2 instead of near into L1; shorter steps (2x64, 5x16) and a
+     * 32-wide panel over rows that do not collide (7x32 at 2 threads)
+     * keep the near prefetch, and B^T, which is packed, has neither. */
+    const struct {
+        int64_t M, N, K;
+        int threads;
+        bool transb;
+        int64_t far_rows;
+    } far[] = {
+        {5, 768, 3072, 1, false, 2048 / 20}, {3, 2304, 768, 1, false, 2048 / 12},
+        {16, 3072, 768, 1, false, 2048 / 16}, {2, 768, 768, 1, false, 0},
+        {5, 768, 768, 1, false, 0},           {7, 768, 768, 2, false, 0},
+        {5, 768, 3072, 1, true, 0},
+    };
+    for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
+        gemm_shape sh = {.M = far[i].M, .N = far[i].N, .K = far[i].K, .transb = far[i].transb};
+        plan_gemm_choice(&m, &sh, far[i].threads, &(plan_choice){0}, &p);
+        int64_t row;
+        int mr;
+        plan_tile_rows(&p, 0, &row, &mr);
+        int64_t rows = plan_b_far_rows(&p, mr, sh.N * (int64_t)sizeof(float));
+        CHECK(rows == far[i].far_rows && (rows == 0 || !p.pack_b),
+              "%lldx%lldx%lld%s, %d threads, %dx%d tiles: B asked %lld rows ahead into L2, "
+              "want %lld", (long long)sh.M, (long long)sh.N, (long long)sh.K,
+              sh.transb ? " NT" : "", far[i].threads, mr, p.nr, (long long)rows,
+              (long long)far[i].far_rows);
+    }
     /* B the call packs into a kc x nc block that fits the L1 is not
      * prefetched: 81 x 81 B^T of K = 64 (a 24 KiB block); 200 x 200 (56
      * KiB) is, B read in place has no packed panels, and pre-packed

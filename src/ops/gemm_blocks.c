@@ -132,12 +132,17 @@ static int64_t prefetch_steps(int64_t ahead, int64_t rs, int width, int64_t left
  * last column they run on into its next row). */
 enum { L2_AHEAD_ROWS = 40 };
 
-static void ask_l2_ahead(const b_block *blk, int64_t jr, const gemm_plan *p, ukernel_args *args)
+/* Asks the tile to prefetch B `rows` ahead into L2 (and over its last
+ * steps the next panel's first rows); false, asking nothing, where the
+ * block is not deeper than that. */
+static bool ask_l2_ahead(const b_block *blk, int64_t jr, const gemm_plan *p, int64_t rows,
+                         ukernel_args *args)
 {
-    if (blk->kb <= L2_AHEAD_ROWS)
-        return;
-    args->b_l2_ahead = L2_AHEAD_ROWS;
+    if (rows <= 0 || blk->kb <= rows)
+        return false;
+    args->b_l2_ahead = rows;
     args->b_l2_next = jr + 1 < blk->panels ? args->b + p->nr : NULL;
+    return true;
 }
 
 /* Points the ukernel at B panel jr of the (jc, pc) block, `cols` wide;
@@ -180,7 +185,7 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *bl
         /* Rows close together are left to the hardware prefetchers, as
          * below. */
         if (!rows_close)
-            ask_l2_ahead(blk, jr, p, args);
+            ask_l2_ahead(blk, jr, p, L2_AHEAD_ROWS, args);
         left = in_place_left;
         if (rows_close)
             rows_ahead = 0;
@@ -202,10 +207,14 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *bl
         args->b_rs = c->b_rs;
         left = in_place_left;
         along = p->b_prefetch_along;
-        if (rows_close || plan_b_unprefetched(p, row_bytes))
+        /* Far into L2 instead of near, where the tile's steps are long
+         * (plan_gemm.c, FAR_MIN_STEP_CYCLES). */
+        if (rows_close ||
+            ask_l2_ahead(blk, jr, p, plan_b_far_rows(p, args->m, row_bytes), args) ||
+            plan_b_unprefetched(p, row_bytes))
             rows_ahead = 0;
         else if (first_tile && plan_b_l2_ahead(p, row_bytes))
-            ask_l2_ahead(blk, jr, p, args);
+            ask_l2_ahead(blk, jr, p, L2_AHEAD_ROWS, args);
     }
     args->b_prefetch = along ? along : rows_ahead * args->b_rs;
     args->b_prefetch_steps = prefetch_steps(args->b_prefetch, args->b_rs, width, left, kb);

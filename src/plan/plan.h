@@ -197,6 +197,15 @@ typedef struct gemm_plan {
      * is also asked for rows ahead into L2 (0: never; see plan_gemm.c
      * and plan_b_l2_ahead). */
     int64_t b_l2_ahead_stride;
+    /* B read in place and not streamed: a tile whose k step takes at
+     * least b_far_step_fmas FMAs asks for B's rows b_far_fmas FMAs of its
+     * own ahead into L2 instead of a few rows ahead into L1 (0: never),
+     * with panels this wide wherever B's rows lie (b_far_any_rows), else
+     * only where they collide in the L1 (see plan_gemm.c and
+     * plan_b_far_rows). */
+    int b_far_step_fmas;
+    int b_far_fmas;
+    bool b_far_any_rows;
     /* B packed by the call into a kc x nc block that fits the L1: the
      * ukernel does not prefetch its panels (plan_gemm.c, packed_block_in_l1). */
     bool b_panels_in_l1;
@@ -238,6 +247,19 @@ static inline bool plan_b_unprefetched(const gemm_plan *p, int64_t row_bytes)
 static inline bool plan_b_l2_ahead(const gemm_plan *p, int64_t row_bytes)
 {
     return p->b_l2_ahead_stride > 0 && row_bytes % p->b_l2_ahead_stride == 0;
+}
+
+/* Rows ahead that a tile of mr rows of plan p asks for B, read in
+ * place with rows `row_bytes` apart, into L2 instead of near rows into
+ * L1; 0 where it keeps the near ones. */
+static inline int64_t plan_b_far_rows(const gemm_plan *p, int mr, int64_t row_bytes)
+{
+    int64_t step_fmas = (int64_t)mr * p->nv;
+    if (p->b_far_step_fmas == 0 || step_fmas < p->b_far_step_fmas)
+        return 0;
+    if (!p->b_far_any_rows && !plan_b_l2_ahead(p, row_bytes))
+        return 0;
+    return p->b_far_fmas / step_fmas;
 }
 
 /* Whether `batch` matrices of shape s are worth splitting over threads
