@@ -89,19 +89,22 @@ static void zen4_by_hand(void)
           (long long)few.M, p.nv);
     few.M++;
     plan_gemm_choice(&m, &few, 2, &(plan_choice){0}, &p);
-    CHECK(p.nv == m.nv, "%lldx2304x768: %d vectors wide", (long long)few.M, p.nv);
+    CHECK(p.nv == 3 && p.ntiles == 1, "%lldx2304x768: %d vectors wide", (long long)few.M,
+          p.nv);
     few.M = 2;
     few.transb = true;
     plan_gemm_choice(&m, &few, 1, &(plan_choice){0}, &p);
     CHECK(p.nv == m.nv, "2x2304x768, B^T: %d vectors wide", p.nv);
     /* 7-9 rows, past the widest tile and within one 48-wide tile, take it
      * over a B whose rows crowd the L1 sets (3072 and 1024 floats apart),
-     * not over 2304 or 768; 10 rows, past one 48-wide tile, keep 32. */
-    /* (7 x 2304 x 768 on one thread goes 16 wide, the rule below.) */
+     * and wherever that tile asks for B far ahead into L2 (any B a cache
+     * keeps, 2304 or 768 floats apart too); not over B streamed from
+     * memory whose rows do not crowd (16000 x 768: 16 wide on one thread,
+     * the rule below, 32 on two). 10 rows, past one 48-wide tile, keep 32. */
     struct { int64_t M, N, K; int nv[2]; /* on 1, 2 threads */ } crowded_rows[] = {
-        {7, 3072, 768, {3, 3}}, {9, 3072, 768, {3, 3}}, {8, 1024, 4096, {3, 3}},
-        {7, 4096, 1024, {3, 3}}, {7, 2304, 768, {1, 2}}, {9, 768, 768, {2, 2}},
-        {10, 3072, 768, {2, 2}}};
+        {7, 3072, 768, {3, 3}},  {9, 3072, 768, {3, 3}},   {8, 1024, 4096, {3, 3}},
+        {7, 4096, 1024, {3, 3}}, {7, 2304, 768, {3, 3}},   {9, 768, 768, {3, 3}},
+        {8, 768, 3072, {3, 3}},  {7, 16000, 768, {1, 2}}, {10, 3072, 768, {2, 2}}};
     for (size_t i = 0; i < sizeof crowded_rows / sizeof crowded_rows[0]; i++)
         for (int threads = 1; threads <= 2; threads++) {
             gemm_shape shape = {.M = crowded_rows[i].M, .N = crowded_rows[i].N,
@@ -114,14 +117,24 @@ static void zen4_by_hand(void)
         }
     /* 5-8 rows (more than the 4 chains one FMA pipe keeps in flight, at
      * most twice that) over a shallow B whose rows spread over the L1
-     * sets take the 16-wide tile on one thread; not at 4 or 9 rows, not on
-     * 2 threads, not for K 3072, rows 4 KiB apart (1024 columns), or B^T. */
+     * sets take the 16-wide tile on one thread where the one wider tile
+     * that covers them would not ask for B far ahead: B streamed from
+     * memory (16000 x 768; 5-6 rows of it take the row form). Not at 4 or
+     * 9 rows, not on 2 threads, not for K 3072, rows 4 KiB apart (1024
+     * columns), or B^T; over a B a cache keeps (2304 x 768) the wide tile
+     * asks far ahead, and 5-8 rows take it, 64 wide to 6 rows, then 48. */
     for (int64_t rows = 4; rows <= 9; rows++)
         for (int threads = 1; threads <= 2; threads++) {
-            gemm_shape sh = {.M = rows, .N = 2304, .K = 768};
+            gemm_shape sh = {.M = rows, .N = 16000, .K = 768};
             plan_gemm_choice(&m, &sh, threads, &(plan_choice){0}, &p);
-            bool narrow = threads == 1 && rows >= 5 && rows <= 8;
-            CHECK(narrow == (p.nv == 1) && p.ntiles == 1,
+            bool narrow = threads == 1 && rows >= 7 && rows <= 8;
+            CHECK(p.row || (narrow == (p.nv == 1) && p.ntiles == 1),
+                  "%lldx16000x768 on %d threads: %d vectors wide, %lld row tiles",
+                  (long long)rows, threads, p.nv, (long long)p.ntiles);
+            sh.N = 2304;
+            plan_gemm_choice(&m, &sh, threads, &(plan_choice){0}, &p);
+            int wide = rows <= m.bulk_mr[UK_MAX_NV] ? UK_MAX_NV : 3;
+            CHECK(p.nv == wide && p.ntiles == 1,
                   "%lldx2304x768 on %d threads: %d vectors wide, %lld row tiles",
                   (long long)rows, threads, p.nv, (long long)p.ntiles);
         }
@@ -181,9 +194,9 @@ static void zen4_by_hand(void)
     /* B read in place: a tile whose k step takes 12 or more cycles of
      * FMAs, over a panel three lines wide or more or over rows that
      * collide in the L1, asks for B's rows 2048 cycles of its FMAs ahead
-     * into L2 instead of near into L1; shorter steps (2x64, 5x16) and a
-     * 32-wide panel over rows that do not collide (7x32 at 2 threads)
-     * keep the near prefetch, and B^T, which is packed, has neither. */
+     * into L2 instead of near into L1; shorter steps (2x64) and a 32-wide
+     * panel over rows that do not collide (12x32 over 768 columns) keep
+     * the near prefetch, and B^T, which is packed, has neither. */
     const struct {
         int64_t M, N, K;
         int threads;
@@ -192,7 +205,8 @@ static void zen4_by_hand(void)
     } far[] = {
         {5, 768, 3072, 1, false, 2048 / 20}, {3, 2304, 768, 1, false, 2048 / 12},
         {16, 3072, 768, 1, false, 2048 / 16}, {2, 768, 768, 1, false, 0},
-        {5, 768, 768, 1, false, 0},           {7, 768, 768, 2, false, 0},
+        {5, 768, 768, 1, false, 2048 / 20},   {7, 768, 768, 2, false, 2048 / 21},
+        {12, 768, 768, 1, false, 0},          {12, 3072, 768, 2, false, 2048 / 24},
         {5, 768, 3072, 1, true, 0},
     };
     for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {

@@ -4,6 +4,7 @@
  * its rows, a fixed stride apart, fall into the same few L1 sets. Plans
  * are keyed by shape, so a row stride here is N floats (ldb taken as N).
  */
+#include "plan/candidates.h"
 #include "plan/plan_rules.h"
 
 /* B larger than this many L2s is taken to come from memory on every
@@ -59,4 +60,53 @@ bool plan_b_rows_collide(const plan_model *m, const gemm_shape *s)
 bool plan_b_rows_crowd_l1_sets(const plan_model *m, const gemm_shape *s)
 {
     return plan_b_rows_in_place(s) && plan_b_rows_collide(m, s);
+}
+
+/* B read in place, and not streamed along its rows: a tile whose k step
+ * takes at least FAR_MIN_STEP_CYCLES of FMAs asks for each row of its
+ * panel FAR_AHEAD_CYCLES of its FMAs ahead into L2 (prefetcht1) and none
+ * into L1, where the panel is FAR_ANY_ROWS_MIN_LINES lines wide or more,
+ * or B's rows collide in the L1 (plan_b_rows_collide; at run time by the
+ * call's ldb, gemm_plan.b_far_*, plan_b_far_rows). The tiles read a
+ * quarter kilobyte or less of each row, rows kilobytes apart, which no
+ * hardware prefetcher follows; asked for into L1 few misses are in
+ * flight, into L2 many more, and a long step hides the L2's latency as
+ * each row is loaded. Zen 4, in one process, time near (32 lines ahead
+ * into L1) / far, 1 thread: 3-6 rows x 768-3072 x 768-3072 at 48-64
+ * columns 1.04-1.15; x 3072 x 768 at 8-48 rows 1.04-1.18; bert-large's
+ * 17 x 1024-4096 x 1024-4096 1.05-1.20; 2 threads 3-6 rows 1.04-1.07, x
+ * 3072 x 768 1.03-1.14, 17 x bert-large 1.05-1.13; mid and large M and
+ * the square shapes 0.95-1.03 either way (bench/results/
+ * 2026-12-07-far-prefetch-inprocess-zen4.txt). Where it did not pay:
+ * steps of 8 or fewer FMAs (2x64, 5x16 and 6x16 tiles, 0.84-0.88: the
+ * near prefetch has the line in L1 in time, and the L2's latency spans
+ * several short steps), 32-wide panels over rows that do not collide
+ * (7x32 at 2 threads 0.93-0.97, 12-13x32 0.94-1.00), near and far
+ * together (lost wherever far alone did, and more), and 1024 cycles ahead
+ * (as good at 1 thread, 2-4% worse at 2). */
+static const double FAR_MIN_STEP_CYCLES = 12.0;
+static const double FAR_AHEAD_CYCLES = 2048.0;
+static const int FAR_ANY_ROWS_MIN_LINES = 3;
+
+int plan_far_step_fmas(const plan_model *m)
+{
+    return m->hw.fma_per_cycle > 0 ? (int)(FAR_MIN_STEP_CYCLES * m->hw.fma_per_cycle + 0.5) : 0;
+}
+
+int plan_far_ahead_fmas(const plan_model *m)
+{
+    return (int)(FAR_AHEAD_CYCLES * m->hw.fma_per_cycle + 0.5);
+}
+
+bool plan_far_any_rows(const plan_model *m, int nv)
+{
+    int line = model_l1(m).line_bytes;
+    return line > 0 && nv * m->vec * (int)sizeof(float) >= FAR_ANY_ROWS_MIN_LINES * line;
+}
+
+bool plan_tile_reads_b_far(const plan_model *m, const gemm_shape *s, int mr, int nv)
+{
+    int step = plan_far_step_fmas(m);
+    return plan_b_rows_in_place(s) && !plan_b_streams_from_memory(m, s) && step > 0 &&
+           mr * nv >= step && (plan_far_any_rows(m, nv) || plan_b_rows_collide(m, s));
 }

@@ -64,31 +64,6 @@ static const int64_t WHOLE_K_MAX_PANELS = 2;
 static const int IN_PLACE_PREFETCH_LINES = 32;
 static const int IN_PLACE_PREFETCH_MAX_ROWS = 16;
 
-/* B read in place, and not streamed along its rows: a tile whose k step
- * takes at least FAR_MIN_STEP_CYCLES of FMAs asks for each row of its
- * panel FAR_AHEAD_CYCLES of its FMAs ahead into L2 (prefetcht1) and none
- * into L1, where the panel is FAR_ANY_ROWS_MIN_LINES lines wide or more,
- * or B's rows collide in the L1 (plan_b_l2_ahead). The tiles read a
- * quarter kilobyte or less of each row, rows kilobytes apart, which no
- * hardware prefetcher follows; asked for into L1 few misses are in
- * flight, into L2 many more, and a long step hides the L2's latency as
- * each row is loaded. Zen 4, in one process, time near (32 lines ahead
- * into L1) / far, 1 thread: 3-6 rows x 768-3072 x 768-3072 at 48-64
- * columns 1.04-1.15; x 3072 x 768 at 8-48 rows 1.04-1.18; bert-large's
- * 17 x 1024-4096 x 1024-4096 1.05-1.20; 2 threads 3-6 rows 1.04-1.07, x
- * 3072 x 768 1.03-1.14, 17 x bert-large 1.05-1.13; mid and large M and
- * the square shapes 0.95-1.03 either way (bench/results/
- * 2026-12-07-far-prefetch-inprocess-zen4.txt). Where it did not pay:
- * steps of 8 or fewer FMAs (2x64, 5x16 and 6x16 tiles, 0.84-0.88: the
- * near prefetch has the line in L1 in time, and the L2's latency spans
- * several short steps), 32-wide panels over rows that do not collide
- * (7x32 at 2 threads 0.93-0.97, 12-13x32 0.94-1.00), near and far
- * together (lost wherever far alone did, and more), and 1024 cycles ahead
- * (as good at 1 thread, 2-4% worse at 2). */
-static const double FAR_MIN_STEP_CYCLES = 12.0;
-static const double FAR_AHEAD_CYCLES = 2048.0;
-static const int FAR_ANY_ROWS_MIN_LINES = 3;
-
 /* A plan of this many rows or fewer reading B in place from L3 (B under
  * a third of it), where B's rows lie a multiple of the L1's way span
  * apart (4 KiB: line j of every row falls in one set), is not
@@ -624,14 +599,11 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
      * the L2 and L3, where the hardware prefetchers leave them: the first
      * row tile asks for them far ahead (ops/gemm_blocks.c, L2_AHEAD_ROWS). */
     p->b_l2_ahead_stride = !p->pack_b && !streams_in_place ? plan_l1_half_way(m) : 0;
-    p->b_far_step_fmas = 0;
-    p->b_far_fmas = 0;
-    p->b_far_any_rows = false;
-    if (!p->pack_b && !streams_in_place && m->hw.fma_per_cycle > 0) {
-        p->b_far_step_fmas = (int)(FAR_MIN_STEP_CYCLES * m->hw.fma_per_cycle + 0.5);
-        p->b_far_fmas = (int)(FAR_AHEAD_CYCLES * m->hw.fma_per_cycle + 0.5);
-        p->b_far_any_rows = lines_a_row >= FAR_ANY_ROWS_MIN_LINES;
-    }
+    /* Tiles with long k steps ask for B far ahead into L2 (plan_b.c). */
+    bool far = !p->pack_b && !streams_in_place;
+    p->b_far_step_fmas = far ? plan_far_step_fmas(m) : 0;
+    p->b_far_fmas = far ? plan_far_ahead_fmas(m) : 0;
+    p->b_far_any_rows = far && plan_far_any_rows(m, p->nv);
 
     plan_split_grid(m, s, c, threads, tail_nv, p);
     p->b_one_block = false;

@@ -29,6 +29,16 @@ int64_t plan_l1_half_way(const plan_model *m);
 bool plan_b_rows_collide(const plan_model *m, const gemm_shape *s);
 /* The same, for B read in place. */
 bool plan_b_rows_crowd_l1_sets(const plan_model *m, const gemm_shape *s);
+/* B read in place and not streamed: the FMAs a tile's k step must take
+ * for the tile to ask for B's rows far ahead into L2 instead of near into
+ * L1 (0: never), and how many of its FMAs ahead. */
+int plan_far_step_fmas(const plan_model *m);
+int plan_far_ahead_fmas(const plan_model *m);
+/* Whether tiles nv vectors wide ask far ahead wherever B's rows lie (not
+ * only where they collide). */
+bool plan_far_any_rows(const plan_model *m, int nv);
+/* Whether an mr-row tile nv vectors wide reads shape s's B far ahead. */
+bool plan_tile_reads_b_far(const plan_model *m, const gemm_shape *s, int mr, int nv);
 
 /* ---- the forms and rules plan_gemm.c puts together ---- */
 

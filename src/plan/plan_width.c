@@ -57,6 +57,28 @@ static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
            s->M <= narrow_mr && model_tile_verdict(m, narrow_mr, 1).failed == TILE_RULE_PASSES;
 }
 
+/* The widest width past the main one whose tiles cover the M rows in at
+ * most `tiles` row tiles and fit N at least once; 0 if none does. What
+ * the two rules below ask, for one tile and for two. */
+static int widest_in_tiles(const plan_model *m, const gemm_shape *s, int64_t tiles)
+{
+    for (int nv = UK_MAX_NV; nv > m->nv; nv--) {
+        int mr = m->bulk_mr[nv];
+        if (mr > 0 && s->M <= tiles * mr && s->N >= nv * m->vec)
+            return nv;
+    }
+    return 0;
+}
+
+/* The width of the widest tile that covers the rows in one, wider than
+ * the model's, where that tile asks for B far ahead into L2 (plan_b.c,
+ * plan_tile_reads_b_far); 0 where none does. */
+static int one_far_tile_width(const plan_model *m, const gemm_shape *s)
+{
+    int nv = widest_in_tiles(m, s, 1);
+    return nv > 0 && plan_tile_reads_b_far(m, s, (int)s->M, nv) ? nv : 0;
+}
+
 /* On one thread, with one FMA pipe, a few rows more than the pipe keeps
  * in flight (5-8 on Zen 4's AVX-512: latency 4 times 1 FMA a cycle)
  * reading a shallow B in place whose rows spread over the L1 sets take
@@ -72,27 +94,20 @@ static bool one_narrow_tile_covers(const plan_model *m, const gemm_shape *s)
  * x 3072 1.01-1.10: each panel's rows span more pages, as in
  * PLAN_ONE_TILE_WHOLE_K_MAX_ROWS), where rows collide (x 3072 x 768, 12 KiB
  * apart: 1.10-1.53), at 4 rows (4 chains for a latency of 4: 1.03) and
- * from 12 rows (1.01-1.02). */
+ * from 12 rows (1.01-1.02). It was measured before the wider tiles asked
+ * for B far ahead into L2 (plan_b.c, FAR_MIN_STEP_CYCLES); where the one
+ * wider tile that covers the rows does (one_far_tile_width: any B a cache
+ * keeps), it steps aside: time 64 / 16 wide in one process (make
+ * bench-ab, 15 rounds), Zen 4, 1 thread: 5-6 x 2304 x 768 0.86-0.89, x
+ * 768 x 768 0.90-0.95; 48 / 16 wide, 7-8 rows, 0.93-0.98 (below). */
 static bool few_rows_go_narrow(const plan_model *m, const gemm_shape *s, int threads)
 {
     double in_flight = m->hw.fma_latency_cycles * m->hw.fma_per_cycle;
     return threads == 1 && m->hw.fma_per_cycle < 2.0 && m->nv > 1 && plan_b_rows_in_place(s) &&
            (double)s->M > in_flight && (double)s->M <= 2.0 * in_flight &&
            s->K <= PLAN_ONE_TILE_WHOLE_K_MAX_ROWS && !plan_b_rows_collide(m, s) &&
+           one_far_tile_width(m, s) == 0 &&
            model_tile_verdict(m, (int)s->M, 1).failed == TILE_RULE_PASSES;
-}
-
-/* The widest width past the main one whose tiles cover the M rows in at
- * most `tiles` row tiles and fit N at least once; 0 if none does. What
- * the two rules below ask, for one tile and for two. */
-static int widest_in_tiles(const plan_model *m, const gemm_shape *s, int64_t tiles)
-{
-    for (int nv = UK_MAX_NV; nv > m->nv; nv--) {
-        int mr = m->bulk_mr[nv];
-        if (mr > 0 && s->M <= tiles * mr && s->N >= nv * m->vec)
-            return nv;
-    }
-    return 0;
 }
 
 /* Rows fewer than one tile, where the main width gives them fewer
@@ -190,12 +205,18 @@ bool plan_short_b_rows_go_wide(const plan_model *m, const gemm_shape *s)
  * reads two, and A's elements are read in fewer panels. Time 48 / 32
  * wide in one process (make bench-ab), Zen 4, 1 / 2 threads: 7-9 x 3072
  * x 768 0.89-0.92 / 0.89-1.03, 7 and 9 x 4096 x 1024 0.78-0.89 / 0.83,
- * 8 x 1024 x 4096 0.88 / 0.96; where the rows do not crowd, 7 x 768 x 768
- * and x 2304 x 768, it lost (1.04 / 1.03-1.07), so those keep the rules'
- * width. The width, or 0. */
-static int crowded_rows_width(const plan_model *m, const gemm_shape *s)
+ * 8 x 1024 x 4096 0.88 / 0.96. Where the rows do not crowd, 7 x 768 x
+ * 768 and x 2304 x 768, it lost (1.04 / 1.03-1.07) while B was asked for
+ * near into L1; so does every such tile that asks for B far ahead into
+ * L2 (one_far_tile_width), and there it wins too: time 48 / the rules'
+ * width (32, or 16 on one thread), 15 rounds, 1 / 2 threads: 7-9 x 2304
+ * x 768 0.92-0.95 / 0.87-0.97, x 768 x 768 0.94-0.98 / 0.94-1.00, x 768
+ * x 3072 0.86-0.94 / 0.87-0.97. The width, or 0. */
+static int one_wide_tile_width(const plan_model *m, const gemm_shape *s)
 {
-    return plan_b_rows_crowd_l1_sets(m, s) ? widest_in_tiles(m, s, 1) : 0;
+    if (plan_b_rows_crowd_l1_sets(m, s))
+        return widest_in_tiles(m, s, 1);
+    return one_far_tile_width(m, s);
 }
 
 /* The main tile width a choice asks for, if the family has a usable tile
@@ -232,9 +253,9 @@ int plan_tile_width(const plan_model *m, const gemm_shape *s, const plan_choice 
     int few_rows_nv = c->nv == 0 ? few_rows_width(m, s) : 0;
     if (few_rows_nv > 0)
         return few_rows_nv;
-    int crowded_nv = c->nv == 0 ? crowded_rows_width(m, s) : 0;
-    if (crowded_nv > 0)
-        return crowded_nv;
+    int one_wide_nv = c->nv == 0 ? one_wide_tile_width(m, s) : 0;
+    if (one_wide_nv > 0)
+        return one_wide_nv;
     if (c->nv == 0 && one_narrow_tile_covers(m, s))
         return 1;
     int two_tiles_nv = c->nv == 0 ? two_tiles_width(m, s) : 0;
