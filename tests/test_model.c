@@ -115,6 +115,22 @@ static void zen4_by_hand(void)
                   (long long)shape.M, (long long)shape.N, (long long)shape.K, threads, p.nv,
                   (long long)p.ntiles);
         }
+    /* 17-18 rows, two row tiles of 32 wide or of 48, take 48 where its
+     * tiles ask for B far ahead and the 32-wide ones do not (rows that do
+     * not collide in the L1); over colliding rows (1024 or 3072 floats
+     * apart) both do, and 32 stays. 19 rows, three tiles of 48, keep 32. */
+    struct { int64_t M, N, K; int nv; } two_tiles[] = {
+        {17, 768, 3072, 3}, {18, 2304, 768, 3}, {17, 768, 768, 3},
+        {17, 3072, 768, 2}, {17, 1024, 4096, 2}, {19, 768, 768, 2}};
+    for (size_t i = 0; i < sizeof two_tiles / sizeof two_tiles[0]; i++)
+        for (int threads = 1; threads <= 2; threads++) {
+            gemm_shape sh = {.M = two_tiles[i].M, .N = two_tiles[i].N, .K = two_tiles[i].K};
+            plan_gemm_choice(&m, &sh, threads, &(plan_choice){0}, &p);
+            CHECK(p.nv == two_tiles[i].nv && p.ntiles == 2,
+                  "%lldx%lldx%lld, %d threads: %d vectors wide, %lld row tiles",
+                  (long long)sh.M, (long long)sh.N, (long long)sh.K, threads, p.nv,
+                  (long long)p.ntiles);
+        }
     /* 5-8 rows (more than the 4 chains one FMA pipe keeps in flight, at
      * most twice that) over a shallow B whose rows spread over the L1
      * sets take the 16-wide tile on one thread where the one wider tile

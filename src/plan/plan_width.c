@@ -150,15 +150,25 @@ static int few_rows_width(const plan_model *m, const gemm_shape *s)
  * 1 thread, 0.83-0.93 on 2304 x 768 and 768 x 3072
  * (`2026-12-02-compare-same-tiles-wider-1t.md`), and where the wider
  * tile needs more tiles it loses (11, 14, 20-28 rows: 0.96-1.26 the
- * time). Not measured with one FMA pipe (Zen 4's AVX-512), which keeps
- * its rules. The width, or 0 where no wider tile qualifies. */
+ * time). With one FMA pipe (Zen 4's AVX-512), only where the wider tile
+ * asks for B far ahead into L2 and the main one does not (plan_b.c: rows
+ * that do not collide in the L1): 17-18 rows 48 wide, time 48 / 32 wide
+ * in one process (make bench-ab), 1 / 2 threads: x 768 x 3072 0.93-0.94
+ * / 0.99, x 2304 x 768 0.94-0.98 / 0.97-0.98, x 768 x 768 0.98 / 0.98;
+ * over rows that collide, where both ask far, it went either way (x 3072
+ * x 768 0.95-0.97, x 1024 x 4096 and x 4096 x 1024 1.02-1.06) and 32
+ * stays. The width, or 0 where no wider tile qualifies. */
 static int two_tiles_width(const plan_model *m, const gemm_shape *s)
 {
     int main_mr = m->bulk_mr[m->nv];
-    if (!plan_b_rows_in_place(s) || main_mr <= 0 || m->hw.fma_per_cycle < 2.0)
+    if (!plan_b_rows_in_place(s) || main_mr <= 0)
         return 0;
     int64_t tiles = (s->M + main_mr - 1) / main_mr;
-    return tiles == 2 ? widest_in_tiles(m, s, 2) : 0;
+    int nv = tiles == 2 ? widest_in_tiles(m, s, 2) : 0;
+    if (nv == 0 || m->hw.fma_per_cycle >= 2.0)
+        return nv;
+    bool wide_far = plan_tile_reads_b_far(m, s, m->bulk_mr[nv], nv);
+    return wide_far && !plan_tile_reads_b_far(m, s, main_mr, m->nv) ? nv : 0;
 }
 
 /* Whether B is read in place by the widest tile (64 wide on AVX-512)
