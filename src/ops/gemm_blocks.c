@@ -208,7 +208,7 @@ static void point_at_b(const gemm_call *c, const gemm_plan *p, const b_block *bl
         left = in_place_left;
         along = p->b_prefetch_along;
         /* Far into L2 instead of near, where the tile's steps are long
-         * (plan_gemm.c, FAR_MIN_STEP_CYCLES). */
+         * (plan_b.c, FAR_MIN_STEP_CYCLES). */
         if (rows_close ||
             ask_l2_ahead(blk, jr, p, plan_b_far_rows(p, args->m, row_bytes), args) ||
             plan_b_unprefetched(p, row_bytes))

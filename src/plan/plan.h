@@ -201,7 +201,7 @@ typedef struct gemm_plan {
      * least b_far_step_fmas FMAs asks for B's rows b_far_fmas FMAs of its
      * own ahead into L2 instead of a few rows ahead into L1 (0: never),
      * with panels this wide wherever B's rows lie (b_far_any_rows), else
-     * only where they collide in the L1 (see plan_gemm.c and
+     * only where they collide in the L1 (see plan_b.c and
      * plan_b_far_rows). */
     int b_far_step_fmas;
     int b_far_fmas;

@@ -1,7 +1,8 @@
 /*
  * plan_b.c - where op(B) lies, as the planner's rules ask it: read in
- * place or not, from memory on every call or kept by a cache, and whether
- * its rows, a fixed stride apart, fall into the same few L1 sets. Plans
+ * place or not, from memory on every call or kept by a cache, whether
+ * its rows, a fixed stride apart, fall into the same few L1 sets, and
+ * whether a tile reading it in place asks for it far ahead into L2. Plans
  * are keyed by shape, so a row stride here is N floats (ldb taken as N).
  */
 #include "plan/candidates.h"

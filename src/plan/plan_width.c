@@ -217,8 +217,8 @@ bool plan_short_b_rows_go_wide(const plan_model *m, const gemm_shape *s)
  * x 768 0.89-0.92 / 0.89-1.03, 7 and 9 x 4096 x 1024 0.78-0.89 / 0.83,
  * 8 x 1024 x 4096 0.88 / 0.96. Where the rows do not crowd, 7 x 768 x
  * 768 and x 2304 x 768, it lost (1.04 / 1.03-1.07) while B was asked for
- * near into L1; so does every such tile that asks for B far ahead into
- * L2 (one_far_tile_width), and there it wins too: time 48 / the rules'
+ * near into L1; now that the 48-wide tile asks for it far ahead into L2
+ * (one_far_tile_width), it wins there too: time 48 / the rules'
  * width (32, or 16 on one thread), 15 rounds, 1 / 2 threads: 7-9 x 2304
  * x 768 0.92-0.95 / 0.87-0.97, x 768 x 768 0.94-0.98 / 0.94-1.00, x 768
  * x 3072 0.86-0.94 / 0.87-0.97. The width, or 0. */
