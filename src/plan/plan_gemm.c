@@ -591,19 +591,21 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     else
         p->b_prefetch = IN_PLACE_PREFETCH_MAX_ROWS;
     const hw_cache *l3 = hw_data_cache(&m->hw, 3);
+    /* B read in place that a cache keeps: the tiles prefetch it by the
+     * rules below (streamed B is prefetched along its rows, above). */
+    bool cached_in_place = !p->pack_b && !streams_in_place;
     p->b_unprefetched_stride = 0;
-    if (!p->pack_b && !streams_in_place && s->M <= UNPREFETCHED_MAX_ROWS &&
+    if (cached_in_place && s->M <= UNPREFETCHED_MAX_ROWS &&
         l1 && l1->ways > 0 && l3 && s->K * s->N * (int64_t)sizeof(float) < l3->size_bytes / 3)
         p->b_unprefetched_stride = l1->size_bytes / l1->ways;
     /* Rows that collide in the L1 (plan_b_rows_collide) also come late from
      * the L2 and L3, where the hardware prefetchers leave them: the first
      * row tile asks for them far ahead (ops/gemm_blocks.c, L2_AHEAD_ROWS). */
-    p->b_l2_ahead_stride = !p->pack_b && !streams_in_place ? plan_l1_half_way(m) : 0;
+    p->b_l2_ahead_stride = cached_in_place ? plan_l1_half_way(m) : 0;
     /* Tiles with long k steps ask for B far ahead into L2 (plan_b.c). */
-    bool far = !p->pack_b && !streams_in_place;
-    p->b_far_step_fmas = far ? plan_far_step_fmas(m) : 0;
-    p->b_far_fmas = far ? plan_far_ahead_fmas(m) : 0;
-    p->b_far_any_rows = far && plan_far_any_rows(m, p->nv);
+    p->b_far_step_fmas = cached_in_place ? plan_far_step_fmas(m) : 0;
+    p->b_far_fmas = cached_in_place ? plan_far_ahead_fmas(m) : 0;
+    p->b_far_any_rows = cached_in_place && plan_far_any_rows(m, p->nv);
 
     plan_split_grid(m, s, c, threads, tail_nv, p);
     p->b_one_block = false;
