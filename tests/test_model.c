@@ -1002,8 +1002,8 @@ static void planner_invariants(void)
     /* A choice of kc alone sizes nc for it: the B block still fits half
      * this CPU's share of the L3 (with the rules' nc it did not). */
     const hw_cache *l3 = hw_data_cache(&m.hw, 3);
-    int64_t bound = m.l2_bytes; /* the L2, or half an L3 share */
-    if (l3 && l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1) / 2 > bound)
+    int64_t bound = m.l2_bytes; /* the L2, or half an L3 share that feeds the tiles */
+    if (l3 && m.l3_feeds_tile && l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1) / 2 > bound)
         bound = l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1) / 2;
     /* N wide enough that twice the rules' kc by all of N would not fit
      * (8192 columns fit a 32 MiB L3's share at kc 256) */
@@ -1024,10 +1024,11 @@ static void planner_invariants(void)
     plan_gemm_choice(&m, &pv, 1, &(plan_choice){0}, &p);
     CHECK(p.whole_k && p.kc == 512, "512x%lldx512: kc %lld", (long long)pv.N, (long long)p.kc);
     /* Past half the L2 K is blocked, unless B read in place runs as one
-     * block, kept by a third of the L3 (plan_gemm.c, WHOLE_B_L3_PARTS). */
+     * block, kept by a third of an L3 that feeds the tiles (plan_gemm.c,
+     * WHOLE_B_L3_PARTS). */
     pv.K = m.l2_bytes / (int64_t)sizeof(float) / pv.N;
     plan_gemm_choice(&m, &pv, 1, &(plan_choice){0}, &p);
-    bool one_block = !p.pack_b && l3 && pv.K * pv.N * 4 <= l3->size_bytes / 3;
+    bool one_block = !p.pack_b && l3 && m.l3_feeds_tile && pv.K * pv.N * 4 <= l3->size_bytes / 3;
     CHECK(!p.whole_k && p.b_one_block == one_block && (one_block ? p.kc == pv.K : p.kc < pv.K),
           "512x%lldx%lld: kc %lld, one block %d", (long long)pv.N, (long long)pv.K,
           (long long)p.kc, p.b_one_block);
@@ -1037,6 +1038,56 @@ static void planner_invariants(void)
     CHECK(!p.pack_b && p.kc > 32, "1x768x768 keeps the model's kc (%lld)", (long long)p.kc);
 }
 
+/* Whether the L3 feeds the tiles, by hand: a k step of an mr-row tile
+ * reads 64 bytes of B (AVX-512) per vector of FMAs on mr rows. The Xeon
+ * (two pipes, 3.8 GHz, L3 30 GB/s = 7.9 bytes a cycle) against 14x32's
+ * 64 * 2 / 14 = 9.1: under the margin of 1.5; a Zen 4 (one pipe, 4.6 a
+ * cycle) reading its L3 at 100 GB/s (27 a cycle) over it. Unmeasured: fed,
+ * the rules as measured. Where not fed, B's blocks are sized for the L2
+ * and B in place is not one block. */
+static void l3_feed(void)
+{
+    hw_profile xeon;
+    CHECK(hw_profile_preset(&xeon, "zen4") == 0, "zen4 preset exists");
+    CHECK(model_l3_feeds_tile(&xeon, 14, 16, 2.0), "unmeasured L3: fed");
+    xeon.fma_per_cycle = 2.0;
+    xeon.freq_ghz = 3.8;
+    xeon.read_gbs[HW_LEVEL_L3] = 30.0;
+    CHECK(!model_l3_feeds_tile(&xeon, 14, 16, 2.0) && model_l3_feeds_tile(&xeon, 14, 16, 0.75),
+          "L3 at 7.9 bytes a cycle: 14 rows on two pipes (9.1) not fed, on 0.75 (3.4) fed");
+    hw_profile zen4 = xeon;
+    zen4.fma_per_cycle = 1.0;
+    zen4.read_gbs[HW_LEVEL_L3] = 100.0;
+    CHECK(model_l3_feeds_tile(&zen4, 14, 16, 1.0), "L3 at 26 bytes a cycle feeds 14 rows");
+    hw_profile fast_l3 = xeon; /* 31.6 bytes a cycle */
+    fast_l3.read_gbs[HW_LEVEL_L3] = 120.0;
+
+#if defined(__x86_64__)
+    plan_model fed, starved;
+    CHECK(plan_model_init(&fed, &fast_l3) == 0 && plan_model_init(&starved, &xeon) == 0 &&
+              fed.l3_feeds_tile && !starved.l3_feeds_tile,
+          "models of a fed and a starved L3 build");
+    /* Rule 4 without the L3: 6 of the L2's 8 ways for B (see zen4_by_hand). */
+    int64_t way_bytes = starved.l2_bytes / 8;
+    for (int nv = 1; nv <= UK_MAX_NV; nv++)
+        if (starved.bulk_mr[nv] > 0)
+            CHECK(starved.nc_for[nv] * starved.kc_for[nv] * 4 <= 7 * way_bytes,
+                  "starved L3, nv %d: kc %lld x nc %lld within the L2", nv,
+                  (long long)starved.kc_for[nv], (long long)starved.nc_for[nv]);
+    CHECK(fed.nc > starved.nc, "a fed L3 widens B's block: nc %lld, %lld starved",
+          (long long)fed.nc, (long long)starved.nc);
+    gemm_shape layer = {.M = 16, .N = 768, .K = 3072}; /* B 9 MiB, under a third of 32 MiB */
+    gemm_plan p;
+    plan_gemm(&fed, &layer, 1, &p);
+    CHECK(!p.pack_b && p.b_one_block && p.kc == 3072, "fed: 16x768x3072 in one block (kc %lld)",
+          (long long)p.kc);
+    plan_gemm(&starved, &layer, 1, &p);
+    CHECK(!p.pack_b && !p.b_one_block && p.kc < 3072 && p.kc * p.nc * 4 <= starved.l2_bytes,
+          "starved: 16x768x3072 blocked for the L2 (kc %lld, nc %lld)", (long long)p.kc,
+          (long long)p.nc);
+#endif
+}
+
 void suite_model(void)
 {
     zen4_by_hand();
@@ -1044,5 +1095,6 @@ void suite_model(void)
     avx2_by_hand();
     zen1_broadcasts();
     zen3_rules();
+    l3_feed();
     planner_invariants();
 }

@@ -73,8 +73,9 @@ typedef struct hw_profile {
  * with the best available class). */
 int hw_probe(hw_profile *p, bool measure);
 
-/* The process-wide profile, probed once (quick measurement only:
- * FMA peak and latency, no bandwidth), thread-safe. Never NULL. */
+/* The process-wide profile, probed once (quick measurement only: FMA
+ * peak and latency and, in a few milliseconds, the L3's read bandwidth),
+ * thread-safe. Never NULL. */
 const hw_profile *hw_default_profile(void);
 
 /* Cache lookups: the data or unified cache of `level`, or NULL. */

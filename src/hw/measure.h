@@ -47,9 +47,15 @@ float hw_fma_broadcast_avx512(const float *a, long iters);
 float hw_read_sum_avx512(const float *buf, size_t nfloats, long passes);
 #endif
 
+/* What hw_measure times besides the FMAs. */
+typedef enum {
+    HW_MEASURE_QUICK, /* the L3's read bandwidth, briefly */
+    HW_MEASURE_ALL    /* the read bandwidth of every level */
+} hw_measure_what;
+
 /* Fills the measured fields of *p for p->isa: frequency, FMA peak, latency,
- * issue rate and the cost of a broadcast always; read bandwidth per level
- * only if `bandwidth`. */
-void hw_measure(hw_profile *p, bool bandwidth);
+ * issue rate and the cost of a broadcast always; read bandwidth as `what`
+ * asks. */
+void hw_measure(hw_profile *p, hw_measure_what what);
 
 #endif /* TESSEL_HW_MEASURE_H */

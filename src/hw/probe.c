@@ -394,7 +394,7 @@ int hw_probe(hw_profile *p, bool measure)
 
     set_analytic_defaults(p);
     if (measure)
-        hw_measure(p, true);
+        hw_measure(p, HW_MEASURE_ALL);
     return rc;
 }
 
@@ -406,7 +406,7 @@ static void probe_default(void)
     /* A bad TESSEL_ISA still leaves the best class filled in, which is the
      * most useful default; the error reaches callers of hw_probe. */
     (void)hw_probe(&default_profile, false);
-    hw_measure(&default_profile, false);
+    hw_measure(&default_profile, HW_MEASURE_QUICK);
 }
 
 const hw_profile *hw_default_profile(void)

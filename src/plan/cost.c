@@ -16,7 +16,7 @@
 #include "plan/plan.h"
 
 /* Bytes per cycle one core reads from each level where the profile has no
- * measurement (the quick probe contexts use measures no bandwidth): the
+ * measurement (the quick probe contexts use measures only the L3's): the
  * order of what current x86 and arm64 cores sustain. */
 static const double DEFAULT_BYTES_PER_CYCLE[HW_LEVEL_COUNT] = {64.0, 32.0, 12.0, 4.0};
 static const double DEFAULT_GHZ = 3.0;

@@ -21,7 +21,7 @@ static const double CALL_CYCLES = 30.0;
  * against (which way to split over threads; whether to pack B is now
  * decided by row tiles, plan_gemm.c b_read_in_place). Their
  * thresholds were set by measurement at this figure, and it is not read
- * from the probe: a context's quick probe measures no bandwidth, and
+ * from the probe: a context's quick probe measures no L2 bandwidth, and
  * `tessel tune`, whose probe does (L2 139 GB/s here, so 70 GB/s of
  * copying), planned other shapes than the library it tunes. It split
  * 512x768x768, 256^3 and 2048^3 along N with B packed on 2 threads, where
@@ -112,6 +112,31 @@ double model_panel_bytes_per_cycle(int mr, int nr, int vec, double fma_per_cycle
 bool model_l2_feeds_tile(int mr, int nr, int vec, double fma_per_cycle)
 {
     return model_panel_bytes_per_cycle(mr, nr, vec, fma_per_cycle) <= L2_FED_BYTES_PER_CYCLE;
+}
+
+/* The L3 feeds a tile when one core reads it at least this many times as
+ * fast as the tile's FMAs use B's panels: the rules that size B's blocks
+ * for the L3 (model_nc) or read B in place from it in one block
+ * (plan_gemm.c, b_runs_as_one_block) count on panels from the L3 coming
+ * as fast as from the L2. The margin covers A's and C's lines on the same
+ * path and prefetches that land late. They were measured where it holds
+ * by far (AMD EPYC family 23 and 25, their L3 close to each core). The
+ * Xeon (family 6 model 167, a mesh L3 of 480 MiB) reads 30 GB/s, 8 bytes
+ * a cycle, where its 14x32 tile on two FMA pipes takes 8.4 of B: there,
+ * with B's block sized for the L3 / the L2, 1 thread, 512x3072x768 took
+ * 1.13x the time and GPT-2's head 128x50257x768 2.3x, and 16x768x3072
+ * read in one block / in the rules' kc 1.39x. */
+static const double L3_FEED_MARGIN = 1.5;
+
+bool model_l3_feeds_tile(const hw_profile *hw, int mr, int vec, double fma_per_cycle)
+{
+    double l3_gbs = hw->read_gbs[HW_LEVEL_L3];
+    if (l3_gbs <= 0 || hw->freq_ghz <= 0 || mr <= 0)
+        return true; /* unmeasured (a preset, no L3): the rules as measured */
+    double l3_bytes_per_cycle = l3_gbs / hw->freq_ghz;
+    /* A k step reads a vector of B per nv FMAs on mr rows. */
+    double b_bytes_per_cycle = (double)vec * sizeof(float) * fma_per_cycle / mr;
+    return l3_bytes_per_cycle >= L3_FEED_MARGIN * b_bytes_per_cycle;
 }
 
 int64_t model_tile_kc(const hw_cache *l1, int mr, int nr, int vec, double fma_per_cycle)
@@ -464,6 +489,9 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     m->nr = m->nv * m->vec;
     m->kc = model_tile_kc(&l1, m->mr, m->nr, m->vec, m->hw.fma_per_cycle);
     m->l2_feeds_tile = model_l2_feeds_tile(m->mr, m->nr, m->vec, m->hw.fma_per_cycle);
+    m->l3_feeds_tile = model_l3_feeds_tile(&m->hw, m->mr, m->vec, m->hw.fma_per_cycle);
+    if (!m->l3_feeds_tile)
+        l3 = NULL; /* B's blocks are sized for the L2 alone */
     m->nc = model_nc(&l2, l3, m->kc, m->mr, m->nr);
     m->l2_bytes = l2.size_bytes;
     build_row_dp(m);

@@ -63,6 +63,9 @@ double model_panel_bytes_per_cycle(int mr, int nr, int vec, double fma_per_cycle
  * pace: model_panel_bytes_per_cycle at most L2_FED_BYTES_PER_CYCLE
  * (model.c). */
 bool model_l2_feeds_tile(int mr, int nr, int vec, double fma_per_cycle);
+/* Whether one core reads the L3 (as measured; true unmeasured) fast enough
+ * for an mr-row tile's FMAs on B's panels. */
+bool model_l3_feeds_tile(const hw_profile *hw, int mr, int vec, double fma_per_cycle);
 
 /* The kc the planner uses for a tile: rule 3's, or, where the L2 feeds
  * it (model_l2_feeds_tile), the deeper kc of an A micro-panel that takes
@@ -94,6 +97,9 @@ typedef struct plan_model {
     int64_t kc, nc;
     /* The L2 feeds the main tile at its pace (model_l2_feeds_tile). */
     bool l2_feeds_tile;
+    /* So does the L3 (model_l3_feeds_tile); where not, B's blocks are
+     * sized for the L2 and no B in place runs as one block. */
+    bool l3_feeds_tile;
     /* The same rules for a main tile of each width (its bulk height):
      * what a plan gets when it is given another width. */
     int64_t kc_for[UK_MAX_NV + 1], nc_for[UK_MAX_NV + 1];
