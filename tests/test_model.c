@@ -1085,6 +1085,20 @@ static void l3_feed(void)
     CHECK(!p.pack_b && !p.b_one_block && p.kc < 3072 && p.kc * p.nc * 4 <= starved.l2_bytes,
           "starved: 16x768x3072 blocked for the L2 (kc %lld, nc %lld)", (long long)p.kc,
           (long long)p.nc);
+    /* B the call packs, shared along M, comes to each thread half from
+     * the other's cache, charged at the L3's rate where that is slower
+     * than the fitted one (plan_split.c, B_FETCH_GBS): 2 threads split
+     * 256x768x3072 along N over a slow L3, along M over a fast one. */
+    gemm_shape ffn = {.M = 256, .N = 768, .K = 3072};
+    plan_gemm(&starved, &ffn, 2, &p);
+    CHECK(p.pack_b && p.split == 'N', "starved: 256x768x3072 on 2 threads split %c", p.split);
+    hw_profile fast_fetch = xeon;
+    fast_fetch.read_gbs[HW_LEVEL_L3] = 0; /* unmeasured: the fitted rate */
+    plan_model unmeasured;
+    CHECK(plan_model_init(&unmeasured, &fast_fetch) == 0, "model of an unmeasured L3 builds");
+    plan_gemm(&unmeasured, &ffn, 2, &p);
+    CHECK(p.pack_b && p.split == 'M', "unmeasured L3: 256x768x3072 on 2 threads split %c",
+          p.split);
 #endif
 }
 

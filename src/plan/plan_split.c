@@ -87,8 +87,21 @@ static double balance(int64_t units, int threads, const double *prefix, int64_t 
  * x 1024 and x 1024 x 4096 0.96-0.98; 1296 x 768 x 768 and 512^3, which
  * stay along M, 1.04 and 1.02. Pre-packed panels, read in one run each,
  * went the other way (64-150 x 768 x 768 N / M 1.02-1.06), so they are
- * not charged. */
+ * not charged. The fetch comes at most at the rate one core reads its
+ * L3, where the quick probe measured that: since B's blocks are sized
+ * for the L2 where the L3 does not feed the tiles (model.c), the same
+ * Xeon read B packed by the other thread at its L3's 30 GB/s, and 2
+ * threads split along N / M, packed, took 200x768x768 0.86, 255 x 768 x
+ * 3072 0.91, 384x768x3072 and 512x768x768 0.94, 255^3 0.94 (in one
+ * process, 9 rounds): at 30 GB/s the charge is 16%, 13%, 8% and 6% of
+ * their FMA time. */
 static const double B_FETCH_GBS = 100.0;
+
+static double b_fetch_gbs(const plan_model *m)
+{
+    double l3 = m->hw.read_gbs[HW_LEVEL_L3];
+    return l3 > 0 && l3 < B_FETCH_GBS ? l3 : B_FETCH_GBS;
+}
 
 static double b_fetched(const plan_model *m, double b_bytes, int threads, char split)
 {
@@ -223,7 +236,7 @@ void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice
     double fma_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K;
     double cost_m = fma_m + (bytes_b + bytes_a) / t_m * per_pack_byte;
     double cost_n = fma_n + (bytes_a + bytes_b / t_n) * per_pack_byte;
-    double per_fetch_byte = plan_clock_hz(m) / (B_FETCH_GBS * 1e9);
+    double per_fetch_byte = plan_clock_hz(m) / (b_fetch_gbs(m) * 1e9);
     double b_bytes = (double)s->K * (double)s->N * sizeof(float);
     if (!p->pack_b) {
         cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
