@@ -9,6 +9,7 @@
 
 #include "plan/candidates.h"
 #include "plan/plan.h"
+#include "plan/plan_rules.h"
 #include "test.h"
 
 /* Hand computation, zen4 preset (AVX-512: 16 floats, 32 registers; L1 32 KiB
@@ -329,13 +330,13 @@ static void zen4_by_hand(void)
         CHECK(p.row == crowded[i].row && (!p.row || p.b_from_memory),
               "%lldx%lldx%lld at %d threads: row form %d, streaming %d", (long long)s.M,
               (long long)s.N, (long long)s.K, crowded[i].threads, p.row, p.b_from_memory);
-        const char *why = plan_row_form_reason(&m, &s);
+        const char *why = plan_row_form_reason(&m, &s, 1);
         CHECK(crowded[i].threads > 1 || (why != NULL) == p.row,
               "%lldx%lldx%lld: reason \"%s\" for row form %d", (long long)s.M, (long long)s.N,
               (long long)s.K, why ? why : "(none)", p.row);
     }
     gemm_shape crowding = {.M = 3, .N = 3072, .K = 768};
-    const char *why = plan_row_form_reason(&m, &crowding);
+    const char *why = plan_row_form_reason(&m, &crowding, 1);
     CHECK(why && strstr(why, "L1 sets"), "3x3072x768: the row form's reason names the L1 sets");
     /* B is packed past a few row tiles. Where the L2 feeds the tile at
      * its pace (one FMA pipe: 6.6 bytes a cycle) from 11 tiles (141 rows
@@ -1092,6 +1093,31 @@ static void l3_feed(void)
     gemm_shape ffn = {.M = 256, .N = 768, .K = 3072};
     plan_gemm(&starved, &ffn, 2, &p);
     CHECK(p.pack_b && p.split == 'N', "starved: 256x768x3072 on 2 threads split %c", p.split);
+    /* Over a starved L3, B over two L2s (2 MiB here) a thread streams for
+     * up to two row tiles (plan_b.c, STREAM_L3_B_L2S), from 7 rows at 2
+     * threads; 3 rows at 1 thread take the streaming row form. */
+    struct { int threads; int64_t M, N, K; bool streams; } streams[] = {
+        {1, 8, 3072, 768, true},  {1, 2 * 14, 3072, 768, true}, {1, 2 * 14 + 1, 3072, 768, false},
+        {1, 16, 512, 1024, false}, {2, 8, 3072, 768, true},     {2, 3, 3072, 768, false},
+        {2, 8, 768, 768, false},   {1, 8, 768, 768, true},
+    };
+    for (int i = 0; i < (int)(sizeof streams / sizeof streams[0]); i++) {
+        gemm_shape b = {.M = streams[i].M, .N = streams[i].N, .K = streams[i].K};
+        CHECK(plan_b_streams(&starved, &b, streams[i].threads) == streams[i].streams &&
+                  !plan_b_streams(&fed, &b, streams[i].threads),
+              "%lldx%lldx%lld on %d thread(s): streams %d starved, never fed", (long long)b.M,
+              (long long)b.N, (long long)b.K, streams[i].threads, streams[i].streams);
+    }
+    gemm_shape few = {.M = 3, .N = 2304, .K = 768}; /* rows that do not crowd the L1 sets */
+    plan_gemm(&starved, &few, 1, &p);
+    CHECK(p.row && p.b_from_memory, "starved: 3x2304x768 at 1 thread streams in the row form");
+    plan_gemm(&starved, &few, 2, &p);
+    CHECK(!p.row && !p.b_from_memory, "starved: 3x2304x768 at 2 threads keeps the tiles");
+    few.M = 8;
+    few.N = 3072;
+    plan_gemm(&starved, &few, 1, &p);
+    CHECK(!p.row && !p.pack_b && p.b_from_memory,
+          "starved: 8x3072x768 streams B in place through the tiles");
     hw_profile fast_fetch = xeon;
     fast_fetch.read_gbs[HW_LEVEL_L3] = 0; /* unmeasured: the fitted rate */
     plan_model unmeasured;

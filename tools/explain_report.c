@@ -279,7 +279,7 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                s->M > 0 && s->N > 0 ? ": C = beta C" : "");
         return;
     }
-    const char *why = p->row ? plan_row_form_reason(m, s) : NULL;
+    const char *why = p->row ? plan_row_form_reason(m, s, p->threads) : NULL;
     if (p->row && p->b_from_memory && s->M == 1)
         printf("plan      row form, streaming: 1 row of A times B, both read in place, "
                "nothing packed; each thread's share of B outgrows its L2, so 8 of its rows "

@@ -290,7 +290,7 @@ bool plan_variant_admissible(const plan_model *m, const gemm_plan *rules,
 /* Why the rules run shape s on one thread by the row form (plan_row.c,
  * plan_takes_row_form), in a few words for `tessel explain`; NULL where they
  * do not. (A split along K plans each thread's share of s the same way.) */
-const char *plan_row_form_reason(const plan_model *m, const gemm_shape *s);
+const char *plan_row_form_reason(const plan_model *m, const gemm_shape *s, int threads);
 
 /* The plan for one choice; knobs that do not apply to the shape (packing
  * B^T in place, a width other than a pre-packed B's, a dot plan) fall back

@@ -29,6 +29,38 @@ bool plan_b_streams_from_memory(const plan_model *m, const gemm_shape *s)
            s->K * s->N * (int64_t)sizeof(float) > STREAM_B_L2S * m->l2_bytes;
 }
 
+/* Where the L3 does not feed the tiles (model.c, model_l3_feeds_tile), a
+ * B whose share a thread is over this many L2s is read as if from memory
+ * by up to this many row tiles of the main tile's height: such an L3
+ * reads at near memory's rate (the Xeon model 167: L3 30 GB/s, DRAM 16,
+ * L2 163), and the tiles, reading a few lines of each row, did not keep
+ * enough of it in flight. There, in separate processes alternating, time
+ * streamed / as before, 1 thread: 5, 8, 16, 24 x 3072 x 768 0.79, 0.74,
+ * 0.83, 0.86; 16x768x3072 0.89, 17x4096x1024 0.87; 2 and 3 rows 0.93;
+ * 8x2304x768 0.92, 2-24 rows of it level; 2 threads (4.7 MB a thread)
+ * 16-24 x 3072 x 768 0.96-0.99, 16x768x3072 0.87, 17x4096x1024 0.93, 8
+ * rows 0.98, 3 rows level. Past two tiles it lost (32 rows level; 43,
+ * 50, 64 rows 1.05, 1.13, 1.20 at 1 thread, 64 rows 1.27 at 2), where
+ * the rows of each L2-sized block serve more tiles; and so did shares
+ * under two L2s: 2 threads, 2-13 x 2304 x 768 (3.5 MB a thread)
+ * 1.13-1.36, 8-16 x 768 x 768 (1.2 MB) 1.22-1.94. On more threads 2-6
+ * rows, each thread running the row form over its columns, went either
+ * way (2 x 3072 x 768 and x 768 x 3072 1.12 and 1.08, 3-5 rows
+ * 0.94-1.05), so there it starts past the row form's rows. */
+static const int64_t STREAM_L3_B_L2S = 2;
+static const int64_t STREAM_L3_MAX_TILES = 2;
+
+bool plan_b_streams(const plan_model *m, const gemm_shape *s, int threads)
+{
+    if (plan_b_streams_from_memory(m, s))
+        return true;
+    int64_t share = s->K * s->N * (int64_t)sizeof(float) / (threads > 1 ? threads : 1);
+    int64_t least_rows = threads > 1 ? UK_ROW_STREAM_MAX_M + 1 : 1;
+    return plan_b_rows_in_place(s) && !m->l3_feeds_tile &&
+           share > STREAM_L3_B_L2S * m->l2_bytes && s->M >= least_rows &&
+           s->M <= STREAM_L3_MAX_TILES * m->mr;
+}
+
 /* Whether op(B) takes more than 1 / parts of the L3. */
 bool plan_b_outgrows_l3_part(const plan_model *m, const gemm_shape *s, int parts)
 {

@@ -17,7 +17,7 @@ int plan_variants(const plan_model *m, const gemm_shape *s, int threads, plan_ch
     if (max < 1)
         return 0;
     out[n++] = (plan_choice){0};
-    if (plan_takes_dot_form(m, s) || plan_takes_row_form(m, s) || s->M == 0 || s->N == 0 ||
+    if (plan_takes_dot_form(m, s) || plan_takes_row_form(m, s, threads) || s->M == 0 || s->N == 0 ||
         s->K == 0)
         return n;
     plan_choice more[3 * UK_MAX_NV + 8];

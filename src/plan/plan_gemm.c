@@ -320,7 +320,7 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * 128 rows 0.93, 0.83 / 0.99; wide, 13-32 x 3072 x 768 0.78-0.92 /
      * 0.91 (24 rows), 40 rows 0.98 / 1.03, 50-128 rows 1.02-1.14. */
     if (nv * m->vec * (int64_t)sizeof(float) <= model_l1(m).line_bytes) {
-        if (!plan_b_streams_from_memory(m, s))
+        if (!plan_b_streams(m, s, threads))
             return small_m;
         int64_t deep = threads == 1 ? ONE_LINE_DEEP_STREAM_MAX_TILES_1T
                                     : ONE_LINE_DEEP_STREAM_MAX_TILES;
@@ -350,7 +350,7 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * threads, 32, 64, 80, 96, 112, 128 x 50257 x 768 (gpt2's head),
      * packed / in place 1.32 / 1.36, 1.13 / 1.14, 1.03 / 1.05, 1.00 /
      * 1.00, 0.96 / 0.98, 0.94 / 0.96. */
-    if (plan_b_streams_from_memory(m, s))
+    if (plan_b_streams(m, s, threads))
         return s->M <= STREAM_IN_PLACE_MAX_TILES * m->mr;
     int64_t l2_fed_tiles = threads > 1 ? L2_FED_IN_PLACE_MAX_TILES_THREADS
                                        : L2_FED_IN_PLACE_MAX_TILES;
@@ -494,7 +494,7 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
         plan_dot_form(m, s, threads, p);
         return;
     }
-    if (plan_takes_row_form(m, s)) {
+    if (plan_takes_row_form(m, s, threads)) {
         plan_row_form(m, s, threads, p);
         return;
     }
@@ -554,7 +554,7 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
      * that passes the L2 with its source is capped the same way
      * (copy_passes_l2). */
     p->pack_b = !b_read_in_place(m, s, c, p->nv, small_m, threads);
-    p->b_from_memory = plan_b_streams_from_memory(m, s);
+    p->b_from_memory = plan_b_streams(m, s, threads);
     bool streams_in_place = !p->pack_b && p->b_from_memory;
     if (p->pack_b && c->kc == 0 && s->prepacked_kc == 0 && !p->whole_k && !copy_passes_l2(s, p)) {
         p->kc = packed_kc(m->kc_for[p->nv], s->K);
@@ -671,7 +671,7 @@ static bool k_split_pays(const plan_model *m, const gemm_shape *s, int threads)
         return true;
     if (s->M == 1 && b_bytes > K_SPLIT_ROW_B_L2S * m->l2_bytes)
         return true;
-    return s->M <= K_SPLIT_MAX_ROWS && s->K >= 2 * s->N && plan_b_streams_from_memory(m, s);
+    return s->M <= K_SPLIT_MAX_ROWS && s->K >= 2 * s->N && plan_b_streams(m, s, threads);
 }
 
 /* The split along K: each thread runs the 1-thread plan of its share,

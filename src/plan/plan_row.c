@@ -93,7 +93,7 @@ static bool row_panels_hide_latency(const plan_model *m, int64_t rows)
  * 0.46-1.52 of their time, in one process, calls alternating, the same
  * shape flipping from run to run (2-4 x 3072 x 768, 2-4 x 4096 x 1024, 3
  * x 1024 x 4096), so no rule there. */
-const char *plan_row_form_reason(const plan_model *m, const gemm_shape *s)
+const char *plan_row_form_reason(const plan_model *m, const gemm_shape *s, int threads)
 {
     if (s->N <= 0 || s->K <= 0 || s->M < 1)
         return NULL;
@@ -110,6 +110,8 @@ const char *plan_row_form_reason(const plan_model *m, const gemm_shape *s)
         return "one row";
     if (s->M <= UK_ROW_STREAM_MAX_M && plan_b_streams_from_memory(m, s))
         return "B comes from memory";
+    if (s->M <= UK_ROW_STREAM_MAX_M && plan_b_streams(m, s, threads))
+        return "B comes from an L3 as slow as memory";
     if (s->M <= ROW_FORM_FULL_L3_MAX_M && plan_b_outgrows_l3_part(m, s, 2))
         return "B takes over half the L3";
     if (s->M <= ROW_FORM_CROWDED_MAX_M && plan_b_rows_crowd_l1_sets(m, s) &&
@@ -118,9 +120,9 @@ const char *plan_row_form_reason(const plan_model *m, const gemm_shape *s)
     return NULL;
 }
 
-bool plan_takes_row_form(const plan_model *m, const gemm_shape *s)
+bool plan_takes_row_form(const plan_model *m, const gemm_shape *s, int threads)
 {
-    return plan_row_form_reason(m, s) != NULL;
+    return plan_row_form_reason(m, s, threads) != NULL;
 }
 
 /* Row plans: the columns, in whole vectors (pre-packed B: in its

@@ -21,6 +21,10 @@ bool plan_b_rows_in_place(const gemm_shape *s);
 /* op(B) read in place that comes from memory on every call: larger than
  * STREAM_B_L2S L2s (plan_b.c). */
 bool plan_b_streams_from_memory(const plan_model *m, const gemm_shape *s);
+/* op(B) read in place that streams on every call for `threads` threads:
+ * from memory, or, for a few rows of A, from an L3 that does not feed
+ * the tiles (plan_b.c, STREAM_L3_B_L2S). */
+bool plan_b_streams(const plan_model *m, const gemm_shape *s, int threads);
 /* op(B) takes more than 1 / parts of the L3 (false without an L3). */
 bool plan_b_outgrows_l3_part(const plan_model *m, const gemm_shape *s, int parts);
 /* Half of one L1 way in bytes (0 if the L1's ways are unknown). */
@@ -46,7 +50,7 @@ bool plan_tile_reads_b_far(const plan_model *m, const gemm_shape *s, int mr, int
 bool plan_takes_dot_form(const plan_model *m, const gemm_shape *s);
 void plan_dot_form(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p);
 /* The row form: a few rows of A along whole rows of B (plan_row.c). */
-bool plan_takes_row_form(const plan_model *m, const gemm_shape *s);
+bool plan_takes_row_form(const plan_model *m, const gemm_shape *s, int threads);
 void plan_row_form(const plan_model *m, const gemm_shape *s, int threads, gemm_plan *p);
 /* The main tile width in vectors for a choice (plan_width.c), and the
  * rule under which B of short rows is read in place by the widest tile. */
