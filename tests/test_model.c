@@ -267,12 +267,18 @@ static void zen4_by_hand(void)
      * the L2 (1 MiB on this preset), and reads blocks of its rows where
      * they fit. */
     CHECK(p.b_from_memory, "1x2048x768 at 2 threads: 3 MiB of B a thread, streamed");
-    /* By the rules, B over 2 L2s: the threads split K instead, each the
-     * row form over its rows of B. */
+    /* By the rules, B of an L2 or more: the threads split K instead, each
+     * the row form over its rows of B. */
     plan_gemm_choice(&m, &one_row, 2, &(plan_choice){0}, &p);
     CHECK(p.row && p.split == 'K' && p.threads == 2 && p.bounds[1] == 384 && p.bounds[2] == 768,
           "1x3072x768 at 2 threads: row form %d, split %c, rows of B to %lld and %lld", p.row,
           p.split, (long long)p.bounds[1], (long long)p.bounds[2]);
+    gemm_shape l2_row = {.M = 1, .N = 512, .K = 512}; /* 1 MiB */
+    plan_gemm_choice(&m, &l2_row, 2, &(plan_choice){0}, &p);
+    CHECK(p.split == 'K', "1x512x512 at 2 threads: split %c", p.split);
+    l2_row.N = 256;
+    plan_gemm_choice(&m, &l2_row, 2, &(plan_choice){0}, &p);
+    CHECK(p.split == 'N', "1x256x512 at 2 threads: split %c", p.split);
     gemm_shape small_row = {.M = 1, .N = 256, .K = 768};
     plan_gemm_choice(&m, &small_row, 1, &(plan_choice){0}, &p);
     CHECK(p.row && !p.b_from_memory, "1x256x768: 768 KiB of B, read in blocks");

@@ -635,8 +635,8 @@ static const int64_t K_SPLIT_MAX_ROWS = 512;
  * rows the streaming row form takes. */
 static const int64_t K_SPLIT_TINY_ROWS = 6;
 static const int64_t K_SPLIT_B_L2S = 8;
-/* One row (the row form) splits K for B over this many L2s. */
-static const int64_t K_SPLIT_ROW_B_L2S = 2;
+/* One row (the row form) splits K for B of this many L2s or more. */
+static const int64_t K_SPLIT_ROW_B_L2S = 1;
 
 /* Whether the threads split K instead of M or N: each then reads its own
  * rows of B, one contiguous stretch, and writes its partial product, the
@@ -658,8 +658,12 @@ static const int64_t K_SPLIT_ROW_B_L2S = 2;
  * +18%, 1 x 512 x 1024 +74%, 1 x 1024 x 1024 +61%), 2-3 rows of 768 x 768
  * and 1024 x 1024 level to -11%; 4-6 x 3072 x 768 +31 to +41% and 4 x
  * 2304 x 768 +59% (where N ran the streaming row form), 5-6 x 2304 x 768
- * +3-4%, 8 rows level. So: B deep (K >= 2N) and from memory, 1-6 rows of
- * A and B over 8 L2s, one row and B over 2. Not B^T, whose
+ * +3-4%, 8 rows level. The Xeon (model 167, L2 2 MiB), the same way:
+ * one row 1 x 512 x 1024 (2 MiB) +107%, 1 x 768 x 768 +38%, 1 x 1024 x
+ * 768 +250%, 1 x 1024 x 1024 +160%, 1 x 512 x 512 level; 3 x 1024 x 1024
+ * +39%, but 2 and 5 x 768 x 768 -13%, -27%. So: B deep (K >= 2N) and
+ * from memory, 1-6 rows of A and B over 8 L2s, one row and B of an L2 or
+ * more. Not B^T, whose
  * rows (K long) each thread reads whole, nor pre-packed B, whose panels
  * a thread's columns are contiguous stretches of. */
 static bool k_split_pays(const plan_model *m, const gemm_shape *s, int threads)
@@ -669,7 +673,7 @@ static bool k_split_pays(const plan_model *m, const gemm_shape *s, int threads)
     int64_t b_bytes = s->K * s->N * (int64_t)sizeof(float);
     if (s->M <= K_SPLIT_TINY_ROWS && b_bytes > K_SPLIT_B_L2S * m->l2_bytes)
         return true;
-    if (s->M == 1 && b_bytes > K_SPLIT_ROW_B_L2S * m->l2_bytes)
+    if (s->M == 1 && b_bytes >= K_SPLIT_ROW_B_L2S * m->l2_bytes)
         return true;
     return s->M <= K_SPLIT_MAX_ROWS && s->K >= 2 * s->N && plan_b_streams(m, s, threads);
 }
