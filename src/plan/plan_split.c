@@ -87,10 +87,11 @@ static double balance(int64_t units, int threads, const double *prefix, int64_t 
  * x 1024 and x 1024 x 4096 0.96-0.98; 1296 x 768 x 768 and 512^3, which
  * stay along M, 1.04 and 1.02. Pre-packed panels, read in one run each,
  * went the other way (64-150 x 768 x 768 N / M 1.02-1.06), so they are
- * not charged. The fetch comes at most at the rate one core reads its
- * L3, where the quick probe measured that: since B's blocks are sized
- * for the L2 where the L3 does not feed the tiles (model.c), the same
- * Xeon read B packed by the other thread at its L3's 30 GB/s, and 2
+ * not charged. Where the L3 does not feed the tiles (model.c,
+ * model_l3_feeds_tile), the fetch comes at most at the rate one core
+ * reads it, as the quick probe measured: B's blocks are then sized for
+ * the L2, and the same Xeon read B packed by the other thread at its
+ * L3's 30 GB/s, and 2
  * threads split along N / M, packed, took 200x768x768 0.86, 255 x 768 x
  * 3072 0.91, 384x768x3072 and 512x768x768 0.94, 255^3 0.94 (in one
  * process, 9 rounds): at 30 GB/s the charge is 16%, 13%, 8% and 6% of
@@ -100,7 +101,7 @@ static const double B_FETCH_GBS = 100.0;
 static double b_fetch_gbs(const plan_model *m)
 {
     double l3 = m->hw.read_gbs[HW_LEVEL_L3];
-    return l3 > 0 && l3 < B_FETCH_GBS ? l3 : B_FETCH_GBS;
+    return !m->l3_feeds_tile && l3 > 0 && l3 < B_FETCH_GBS ? l3 : B_FETCH_GBS;
 }
 
 static double b_fetched(const plan_model *m, double b_bytes, int threads, char split)
