@@ -73,10 +73,15 @@ $(BUILD)/tessel: $(CLI_OBJ) $(BUILD)/libtessel.a
 $(BUILD)/tessel_tests: $(TEST_OBJ) $(BUILD)/libtessel.a
 	$(CC) $(SAN) -o $@ $(TEST_OBJ) $(BUILD)/libtessel.a $(LDLIBS)
 
+# The pkg-config file names the prefix it is installed under: written for
+# PREFIX at build time, and again by `make install`, so that a PREFIX given
+# only to install (as in .ci/run) is the one the file names.
+write_pc = printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: tessel\nDescription: fast tensor operators for dynamic shapes\nVersion: %s\nLibs: -L$${libdir} -ltessel\nLibs.private: -lsqlite3 -lm -pthread\nCflags: -I$${includedir}\n' \
+	  '$(PREFIX)' '$(VERSION)'
+
 $(BUILD)/tessel.pc: Makefile
 	@mkdir -p $(BUILD)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: tessel\nDescription: fast tensor operators for dynamic shapes\nVersion: %s\nLibs: -L$${libdir} -ltessel\nLibs.private: -lsqlite3 -lm -pthread\nCflags: -I$${includedir}\n' \
-	  '$(PREFIX)' '$(VERSION)' > $@
+	$(write_pc) > $@
 
 test: $(BUILD)/tessel_tests $(BUILD)/tessel
 	$(BUILD)/tessel_tests
@@ -111,7 +116,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/tessel.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/libtessel.a $(BUILD)/libtessel.so $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(BUILD)/tessel.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	$(write_pc) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tessel.pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/tessel.pc
 	install -m 755 $(BUILD)/tessel $(DESTDIR)$(PREFIX)/bin/
 
 clean:
