@@ -1010,8 +1010,9 @@ static void planner_invariants(void)
      * this CPU's share of the L3 (with the rules' nc it did not). */
     const hw_cache *l3 = hw_data_cache(&m.hw, 3);
     int64_t bound = m.l2_bytes; /* the L2, or half an L3 share that feeds the tiles */
-    if (l3 && m.l3_feeds_tile && l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1) / 2 > bound)
-        bound = l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1) / 2;
+    int64_t l3_share = l3 ? l3->size_bytes / (l3->shared_by > 0 ? l3->shared_by : 1) : 0;
+    if (m.l3_feeds_tile && l3_share / 2 > bound)
+        bound = l3_share / 2;
     /* N wide enough that twice the rules' kc by all of N would not fit
      * (8192 columns fit a 32 MiB L3's share at kc 256) */
     int64_t wide = 2 * bound / ((int64_t)sizeof(float) * m.kc);

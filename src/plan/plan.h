@@ -73,8 +73,9 @@ bool model_l3_feeds_tile(const hw_profile *hw, int mr, int vec, double fma_per_c
 int64_t model_tile_kc(const hw_cache *l1, int mr, int nr, int vec, double fma_per_cycle);
 
 /* Rule 4, one level up: the kc x nc block of B stays in L2 while A
- * micro-panels pass, or in half this CPU's share of the L3 (l3 may be
- * NULL) where that holds more; nc is a multiple of nr. */
+ * micro-panels pass, or in half this CPU's share of the L3 where that
+ * holds more (l3 may be NULL: the planner passes NULL where the L3 does
+ * not feed the tiles, model_l3_feeds_tile); nc is a multiple of nr. */
 int64_t model_nc(const hw_cache *l2, const hw_cache *l3, int64_t kc, int mr, int nr);
 
 /* Cycles per k step of one mr x nv tile: the larger of the FMA issue time

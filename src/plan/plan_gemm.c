@@ -386,7 +386,9 @@ static bool copy_passes_l2(const gemm_shape *s, const gemm_plan *p)
 }
 
 /* Whether B, read in place, runs as one block, K and N whole
- * (WHOLE_B_L3_PARTS; N may then be cut for the threads, split_lone_block). */
+ * (WHOLE_B_L3_PARTS, where the L3 feeds the tiles: model.c,
+ * model_l3_feeds_tile; N may then be cut for the threads,
+ * split_lone_block). */
 static bool b_runs_as_one_block(const plan_model *m, const gemm_shape *s, const gemm_plan *p)
 {
     const hw_cache *l3 = hw_data_cache(&m->hw, 3);
