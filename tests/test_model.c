@@ -1067,10 +1067,10 @@ static void l3_feed(void)
     zen4.fma_per_cycle = 1.0;
     zen4.read_gbs[HW_LEVEL_L3] = 100.0;
     CHECK(model_l3_feeds_tile(&zen4, 14, 16, 1.0), "L3 at 26 bytes a cycle feeds 14 rows");
-    hw_profile fast_l3 = xeon; /* 31.6 bytes a cycle */
-    fast_l3.read_gbs[HW_LEVEL_L3] = 120.0;
 
 #if defined(__x86_64__)
+    hw_profile fast_l3 = xeon; /* 31.6 bytes a cycle */
+    fast_l3.read_gbs[HW_LEVEL_L3] = 120.0;
     plan_model fed, starved;
     CHECK(plan_model_init(&fed, &fast_l3) == 0 && plan_model_init(&starved, &xeon) == 0 &&
               fed.l3_feeds_tile && !starved.l3_feeds_tile,
