@@ -139,6 +139,11 @@ bool model_l3_feeds_tile(const hw_profile *hw, int mr, int vec, double fma_per_c
     return l3_bytes_per_cycle >= L3_FEED_MARGIN * b_bytes_per_cycle;
 }
 
+const hw_cache *model_feeding_l3(const plan_model *m)
+{
+    return m->l3_feeds_tile ? hw_data_cache(&m->hw, 3) : NULL;
+}
+
 int64_t model_tile_kc(const hw_cache *l1, int mr, int nr, int vec, double fma_per_cycle)
 {
     int64_t kc = model_kc(l1, mr, nr);
@@ -480,7 +485,6 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
 
     hw_cache l1 = model_l1(m);
     hw_cache l2 = cache_or_default(&m->hw, 2, 1 << 20, 8);
-    const hw_cache *l3 = hw_data_cache(&m->hw, 3);
     find_least_broadcast_share(m);
     choose_main_tile(m);
     choose_dot_tile(m);
@@ -490,8 +494,7 @@ int plan_model_init(plan_model *m, const hw_profile *hw)
     m->kc = model_tile_kc(&l1, m->mr, m->nr, m->vec, m->hw.fma_per_cycle);
     m->l2_feeds_tile = model_l2_feeds_tile(m->mr, m->nr, m->vec, m->hw.fma_per_cycle);
     m->l3_feeds_tile = model_l3_feeds_tile(&m->hw, m->mr, m->vec, m->hw.fma_per_cycle);
-    if (!m->l3_feeds_tile)
-        l3 = NULL; /* B's blocks are sized for the L2 alone */
+    const hw_cache *l3 = model_feeding_l3(m); /* NULL: B's blocks sized for the L2 alone */
     m->nc = model_nc(&l2, l3, m->kc, m->mr, m->nr);
     m->l2_bytes = l2.size_bytes;
     build_row_dp(m);

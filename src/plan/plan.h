@@ -74,8 +74,8 @@ int64_t model_tile_kc(const hw_cache *l1, int mr, int nr, int vec, double fma_pe
 
 /* Rule 4, one level up: the kc x nc block of B stays in L2 while A
  * micro-panels pass, or in half this CPU's share of the L3 where that
- * holds more (l3 may be NULL: the planner passes NULL where the L3 does
- * not feed the tiles, model_l3_feeds_tile); nc is a multiple of nr. */
+ * holds more (l3 may be NULL: the planner passes model_feeding_l3, NULL
+ * where the L3 does not feed the tiles); nc is a multiple of nr. */
 int64_t model_nc(const hw_cache *l2, const hw_cache *l3, int64_t kc, int mr, int nr);
 
 /* Cycles per k step of one mr x nv tile: the larger of the FMA issue time
@@ -124,6 +124,10 @@ typedef struct plan_model {
 /* Derives the model from a profile. Returns 0, or -1 if no ukernel of the
  * profile's ISA is built (a library bug). */
 int plan_model_init(plan_model *m, const hw_profile *hw);
+
+/* The L3 the rules may keep B in: the profile's, where it feeds the main
+ * tile (plan_model.l3_feeds_tile), else NULL. */
+const hw_cache *model_feeding_l3(const plan_model *m);
 
 /* Installs a cost model. A calibrated one that records the FMA figures it
  * was fitted on rebuilds the model from them first (the rest of the

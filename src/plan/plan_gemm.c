@@ -391,8 +391,8 @@ static bool copy_passes_l2(const gemm_shape *s, const gemm_plan *p)
  * split_lone_block). */
 static bool b_runs_as_one_block(const plan_model *m, const gemm_shape *s, const gemm_plan *p)
 {
-    const hw_cache *l3 = hw_data_cache(&m->hw, 3);
-    return !p->pack_b && l3 && m->l3_feeds_tile &&
+    const hw_cache *l3 = model_feeding_l3(m);
+    return !p->pack_b && l3 &&
            s->K * s->N * (int64_t)sizeof(float) <= l3->size_bytes / WHOLE_B_L3_PARTS;
 }
 
@@ -471,8 +471,7 @@ static void deepen_kc(const plan_model *m, const gemm_shape *s, gemm_plan *p)
  * panels' deeper one): the B block sized again for the plan's kc. */
 static int64_t nc_for_kc(const plan_model *m, const hw_cache *l2, const gemm_plan *p)
 {
-    const hw_cache *l3 = m->l3_feeds_tile ? hw_data_cache(&m->hw, 3) : NULL;
-    return model_nc(l2, l3, p->kc, m->bulk_mr[p->nv], p->nr);
+    return model_nc(l2, model_feeding_l3(m), p->kc, m->bulk_mr[p->nv], p->nr);
 }
 
 /* The plan of the M x N grid for `threads` threads split along M or N
