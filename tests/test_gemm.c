@@ -604,6 +604,25 @@ static void batched_cases(void)
         gc.nan_c = true;
         run_on(contexts[c], &gc);
     }
+    /* Decoding: one query token against a key cache of 307 tokens, 12
+     * heads of 64, S = q K^T: dot tiles that, where K's rows start off a
+     * cache line (here every matrix after the first, 3 floats past the
+     * last), ask for the rows of the tiles ahead (plan_dot.c,
+     * dot_prefetches_ahead), past the end of each matrix into the next and
+     * past the last; and with K's heads interleaved [307, 12 * 64], every
+     * context. */
+    for (int c = 0; c < N_CTX; c++)
+        for (int interleaved = 0; interleaved < 2; interleaved++) {
+            gemm_case gc = gemm_case_tight('N', 'T', 1, 307, 64, random_alpha(&r),
+                                           random_beta(&r));
+            gc.nan_c = gc.beta == 0.0f;
+            gemm_case_batch(&gc, 12, 3);
+            if (interleaved) {
+                gc.ldb = 12 * 64;
+                gc.stride_b = 64;
+            }
+            run_on(contexts[c], &gc);
+        }
     /* Attention's P V at a few dozen tokens, O = P V with V and O [S, 12 *
      * 64] and each head's P [S, S] apart: A and B read in place in one k
      * block (ops/gemm_blocks.c, gemm_run_in_place), tight and head-interleaved, every

@@ -465,6 +465,21 @@ static void zen4_by_hand(void)
         CHECK(p.dot == dots[i].dot, "%lldx%lldx%lld NT: %s", (long long)nt.M, (long long)nt.N,
               (long long)nt.K, p.dot ? "dot tiles" : "B^T packed");
     }
+    /* One row over B^T past half the L1, of short rows (a query token
+     * against a key cache), asks for the rows of the tiles two on
+     * (plan_dot.c, dot_prefetches_ahead); not two rows, not a B^T the L1
+     * holds, not rows so long that the lines would wait 256 KiB. */
+    struct { int64_t M, N, K; bool ahead; } aheads[] = {
+        {1, 512, 64, true}, {1, 300, 128, true}, {2, 512, 64, false},
+        {1, 64, 64, false}, {1, 4096, 4096, false}};
+    for (size_t i = 0; i < sizeof aheads / sizeof aheads[0]; i++) {
+        gemm_shape nt = {.M = aheads[i].M, .N = aheads[i].N, .K = aheads[i].K, .transb = true};
+        plan_gemm_choice(&m, &nt, 1, &(plan_choice){0}, &p);
+        CHECK(p.dot && (p.b_prefetch == 2 * p.dot_nj) == aheads[i].ahead &&
+                  (aheads[i].ahead || p.b_prefetch == 0),
+              "%lldx%lldx%lld NT: dot %d, rows of B^T ahead %d", (long long)nt.M,
+              (long long)nt.N, (long long)nt.K, p.dot, p.b_prefetch);
+    }
     /* Dot tile: 32 registers allow mr * nj + mr + nj <= 32; rule 1 wants
      * mr * nj >= 4; FMAs per load mr nj / (mr + nj) peaks at 4 x 5 (2.22). */
     CHECK(m.dot_mr == 4 && m.dot_nj == 5, "zen4 dot tile %dx%d", m.dot_mr, m.dot_nj);

@@ -298,7 +298,10 @@ void explain_print_plan(const plan_model *m, const gemm_plan *p, const gemm_shap
                s->prepacked_kc > 0 ? "across several panels" : "along its columns");
     else if (p->dot && s->transb)
         printf("plan      dot-product path: A and B^T read in place, nothing packed; "
-               "%d x %d tiles\n", p->dot_mr, p->dot_nj);
+               "%d x %d tiles%s\n", p->dot_mr, p->dot_nj,
+               p->b_prefetch ? "; where B^T's rows start off a cache line, each asks for the "
+                                "rows of the tiles ahead"
+                              : "");
     else if (p->dot)
         printf("plan      dot-product path: A read in place, B's %lld column%s transposed "
                "first into rows of B^T; %d x %d tiles\n", (long long)s->N,

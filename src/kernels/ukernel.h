@@ -33,7 +33,10 @@ enum { UK_MAX_MR = 16, UK_MAX_NV = 4, UK_DOT_MAX_MR = 4, UK_DOT_MAX_NJ = 8 };
  * apart, come too late for the near prefetch: each k step also asks for
  * the row b_l2_ahead steps on into L2 (0: none, else under k), and the
  * last b_l2_ahead steps for the first rows of the next panel to be read,
- * b_l2_next (its first row, b_rs apart; NULL: none). The tile's top-left
+ * b_l2_next (its first row, b_rs apart; NULL: none). The dot-product
+ * members (below) read B^T's rows b_rs apart and, with b_prefetch set,
+ * ask for the line b_prefetch floats past each vector they load: the rows
+ * of the tiles ahead. The tile's top-left
  * element of C is c. Only
  * m x n of the tile is written; beta == 0 never reads C. */
 typedef struct ukernel_args {

@@ -32,6 +32,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +174,17 @@ static void run_dot_tile(const gemm_call *c, const gemm_plan *p, int64_t i, int6
  * against a wide B^T (decoding a token), or a tall A against a few rows
  * of B^T (a matrix times a few vectors: with columns outermost, 1000 x 10
  * x 1000 read all of A once per column tile). */
+/* Whether rows of B^T, row_floats apart from b, start off a cache line
+ * (a malloc'd matrix starts 16 bytes past one): each row then spans a
+ * line more than its vectors, and a dot plan's tiles ask for the rows of
+ * the tiles ahead (plan_dot.c, dot_prefetches_ahead) only there. */
+static bool rows_straddle_lines(const float *b, int64_t row_floats)
+{
+    enum { LINE_BYTES = 64 };
+    return (uintptr_t)b % LINE_BYTES != 0 ||
+           row_floats * (int64_t)sizeof(float) % LINE_BYTES != 0;
+}
+
 static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, int64_t m1,
                           int64_t n0, int64_t n1)
 {
@@ -184,6 +196,8 @@ static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, in
     args.a_rs = c->a_rs;
     args.a_cs = 1;
     args.b_rs = c->b_cs;
+    if (p->b_prefetch > 0 && rows_straddle_lines(c->B, c->b_cs))
+        args.b_prefetch = p->b_prefetch * c->b_cs; /* the rows of the tiles ahead */
     args.ldc = c->ldc;
     args.alpha = c->alpha;
     args.beta = c->beta;

@@ -196,7 +196,7 @@ typedef struct gemm_plan {
     /* B read in place that the L3 keeps between calls: one kc x nc
      * block, the whole of B (see plan_gemm.c, WHOLE_B_L3_PARTS). */
     bool b_one_block;
-    int b_prefetch;           /* rows of B the ukernel prefetches ahead */
+    int b_prefetch;           /* rows of B (dot plans: of B^T) the ukernel prefetches ahead */
     /* B streamed in place (b_from_memory): floats ahead along each row
      * to prefetch instead of rows ahead (see plan_gemm.c), or 0. */
     int b_prefetch_along;

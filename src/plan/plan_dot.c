@@ -82,6 +82,47 @@ static void few_rows_dot_tile(const plan_model *m, int rows, gemm_plan *p)
     }
 }
 
+/* One row of A times B^T (a query token against a key cache, as in
+ * decoding) reads B^T faster than any cache past the L1 delivers it: a k
+ * step loads nj vectors of B^T for nj FMAs. Where B^T's rows start off
+ * a cache line (malloc's 16 bytes past one; checked per call, ops/gemm.c)
+ * each row spans a line more than its vectors, and the tiles, a few
+ * hundred bytes of each row, outran the hardware prefetchers; so each
+ * tile also asks for the rows of the tile DOT_AHEAD_TILES on, which
+ * follow its own. Only where B^T is over half the L1 (held there, nothing
+ * is gained: 12 x (5x5x64) took 1.02x the time) and the lines asked for
+ * are used soon, within DOT_AHEAD_MAX_L1_PART of the L1 read between (at
+ * K = 4096, 256 KiB ahead, they were evicted first: 1 x 4096 x 4096 and
+ * 1 x 11008 x 4096 took 1.09-1.32x the time). AMD EPYC family 25 (Zen
+ * 4), B^T 16 bytes off a line, time with / without in one process,
+ * batches alternating, 1 / 2 threads: 12 x (1 x L x 64), L = 128, 512,
+ * 2048, 0.93-0.94 / 0.93, 0.83 / 0.89, 0.84-0.85 / 0.86; 32 x
+ * (1x512x128) 0.79 / 0.75-0.81; in separate processes alternating,
+ * medians of seven, 1 thread: 0.79 (L 512), 1.03 (L 2048), 0.83
+ * (32 x (1x512x128)). Against oneDNN (bench/compare, six rounds,
+ * `bench/results/2026-12-07-compare-dot-ahead-offset16.md`), the
+ * decode-qk64 and -qk128 families of `bench/shapes/attn-decode.txt`:
+ * tessel / oneDNN 1.17x and 1.22x at 1 thread, 1.12x at 2. On rows
+ * aligned to lines it went either way (in one process 0.96-1.01 at K =
+ * 64, 0.91-0.94 at 128; against oneDNN, separate processes, 0.94 / 0.84
+ * and 1.02 / 1.01), so there it is left out: `-compare-dot-ahead-
+ * aligned.md`, the same path as before, reads 1.03 / 1.01 and 0.97 / 0.91
+ * (and the untouched P V 1.00-1.14: the host's noise). More rows
+ * read B^T at a pace the prefetchers keep up with: 2-8 rows at K 64 took
+ * 0.99-1.02x (12 x (2x128x64) 1.04-1.06x), and only at K 128 did 2 and 4
+ * rows gain (0.85-0.93): not taken. */
+static const int DOT_AHEAD_TILES = 2;
+static const int DOT_AHEAD_MAX_L1_PART = 4;
+
+static bool dot_prefetches_ahead(const plan_model *m, const gemm_shape *s, const gemm_plan *p)
+{
+    int64_t l1 = model_l1(m).size_bytes;
+    int64_t b_bytes = s->N * s->K * (int64_t)sizeof(float);
+    int64_t between = DOT_AHEAD_TILES * (int64_t)p->dot_nj * s->K * (int64_t)sizeof(float);
+    return s->M == 1 && s->transb && l1 > 0 && b_bytes > l1 / 2 &&
+           between <= l1 / DOT_AHEAD_MAX_L1_PART;
+}
+
 /* Dot-product plans: column tiles split evenly over the threads, or row
  * tiles where there are fewer column tiles than threads (a matrix times
  * a vector: 1000x1x1000 ran on one of two threads). */
@@ -105,6 +146,8 @@ void plan_dot_form(const plan_model *m, const gemm_shape *s, int threads, gemm_p
     p->threads = threads < units ? threads : (int)units;
     for (int t = 0; t <= p->threads; t++)
         p->bounds[t] = units * t / p->threads;
+    if (dot_prefetches_ahead(m, s, p))
+        p->b_prefetch = DOT_AHEAD_TILES * p->dot_nj;
     plan_set_choice(p, p->kc, 0, PLAN_B_RULES, p->split);
     /* A k step loads mr + nj vectors along k for mr * nj FMAs, then the
      * accumulators are summed across lanes: about one more step. */
