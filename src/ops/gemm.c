@@ -167,13 +167,6 @@ static void run_dot_tile(const gemm_call *c, const gemm_plan *p, int64_t i, int6
     p->dot_fn[last_rows][last_cols](args);
 }
 
-/* Dot-product plans: rows [m0, m1) and columns [n0, n1) in tiles of
- * dot_mr rows of A and dot_nj rows of B^T, both read in place, remainders
- * by the exact smaller members. The larger operand is read once, its
- * tiles outermost, and the smaller is reused from cache: a few rows of A
- * against a wide B^T (decoding a token), or a tall A against a few rows
- * of B^T (a matrix times a few vectors: with columns outermost, 1000 x 10
- * x 1000 read all of A once per column tile). */
 /* Whether rows of B^T, row_floats apart from b, start off a cache line
  * (a malloc'd matrix starts 16 bytes past one): each row then spans a
  * line more than its vectors, and a dot plan's tiles ask for the rows of
@@ -185,6 +178,13 @@ static bool rows_straddle_lines(const float *b, int64_t row_floats)
            row_floats * (int64_t)sizeof(float) % LINE_BYTES != 0;
 }
 
+/* Dot-product plans: rows [m0, m1) and columns [n0, n1) in tiles of
+ * dot_mr rows of A and dot_nj rows of B^T, both read in place, remainders
+ * by the exact smaller members. The larger operand is read once, its
+ * tiles outermost, and the smaller is reused from cache: a few rows of A
+ * against a wide B^T (decoding a token), or a tall A against a few rows
+ * of B^T (a matrix times a few vectors: with columns outermost, 1000 x 10
+ * x 1000 read all of A once per column tile). */
 static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, int64_t m1,
                           int64_t n0, int64_t n1)
 {
