@@ -83,6 +83,19 @@ static inline void ukernel_args_clear(ukernel_args *a)
     a->m = 0;
     a->n = 0;
 }
+
+/* The cache line: 64 bytes on every x86-64 and on the Arm cores tessel
+ * targets. Only prefetching depends on it. */
+enum { UK_LINE_BYTES = 64 };
+
+/* Whether rows row_floats apart from b start off a cache line (a malloc'd
+ * matrix starts 16 bytes past one): each row then ends in one line more
+ * than its vectors start in, which the ukernels' prefetches must cover. */
+static inline bool ukernel_rows_straddle_lines(const float *b, int64_t row_floats)
+{
+    return (uintptr_t)b % UK_LINE_BYTES != 0 ||
+           row_floats * (int64_t)sizeof(float) % UK_LINE_BYTES != 0;
+}
 /* A field added to ukernel_args must be added to ukernel_args_clear too. */
 _Static_assert(sizeof(ukernel_args) == 8 * sizeof(int64_t) + 5 * sizeof(void *) +
                                            2 * sizeof(float) + 2 * sizeof(int),

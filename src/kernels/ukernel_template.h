@@ -37,10 +37,6 @@ typedef int32_t uk_ivec __attribute__((vector_size(sizeof(uk_vec)))); /* lane ma
 typedef float uk_half __attribute__((vector_size(UK_VEC_FLOATS / 2 * sizeof(float))));
 enum { UK_HALF_LAST = UK_VEC_FLOATS == 16 };
 
-/* The cache line: 64 bytes on every x86-64 and on the Arm cores tessel
- * targets. Only prefetching depends on it. */
-enum { UK_LINE_BYTES = 64 };
-
 /* memcpy is how C says "unaligned vector load/store"; it compiles to one
  * instruction. */
 static inline __attribute__((always_inline)) uk_vec uk_load(const float *p)
@@ -179,8 +175,7 @@ uk_k_loop(const int mr, const int nv, const int a_packed, const int copy_b, cons
      * 16-byte aligned) end in one line more than their vectors start in:
      * it is asked for too, or every row waits on it. (64x768x3072, B in
      * place 16 bytes off, 1 thread: 73 -> 103 GF/s, 106 aligned.) */
-    const bool b_straddles =
-        ((uintptr_t)b % UK_LINE_BYTES) != 0 || (b_rs * sizeof(float)) % UK_LINE_BYTES != 0;
+    const bool b_straddles = ukernel_rows_straddle_lines(b, b_rs);
     /* Read once: the copy's stores might alias *args as far as the
      * compiler knows, and it reloaded k from memory every step. */
     const int64_t k = args->k;

@@ -32,7 +32,6 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,17 +166,6 @@ static void run_dot_tile(const gemm_call *c, const gemm_plan *p, int64_t i, int6
     p->dot_fn[last_rows][last_cols](args);
 }
 
-/* Whether rows of B^T, row_floats apart from b, start off a cache line
- * (a malloc'd matrix starts 16 bytes past one): each row then spans a
- * line more than its vectors, and a dot plan's tiles ask for the rows of
- * the tiles ahead (plan_dot.c, dot_prefetches_ahead) only there. */
-static bool rows_straddle_lines(const float *b, int64_t row_floats)
-{
-    enum { LINE_BYTES = 64 };
-    return (uintptr_t)b % LINE_BYTES != 0 ||
-           row_floats * (int64_t)sizeof(float) % LINE_BYTES != 0;
-}
-
 /* Dot-product plans: rows [m0, m1) and columns [n0, n1) in tiles of
  * dot_mr rows of A and dot_nj rows of B^T, both read in place, remainders
  * by the exact smaller members. The larger operand is read once, its
@@ -196,8 +184,10 @@ static void run_dot_share(const gemm_call *c, const gemm_plan *p, int64_t m0, in
     args.a_rs = c->a_rs;
     args.a_cs = 1;
     args.b_rs = c->b_cs;
-    if (p->b_prefetch > 0 && rows_straddle_lines(c->B, c->b_cs))
-        args.b_prefetch = p->b_prefetch * c->b_cs; /* the rows of the tiles ahead */
+    /* The rows of the tiles ahead, only where B^T's rows start off a cache
+     * line (plan_dot.c, dot_prefetches_ahead). */
+    if (p->b_prefetch > 0 && ukernel_rows_straddle_lines(c->B, c->b_cs))
+        args.b_prefetch = p->b_prefetch * c->b_cs;
     args.ldc = c->ldc;
     args.alpha = c->alpha;
     args.beta = c->beta;
