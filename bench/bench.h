@@ -33,7 +33,15 @@ typedef struct bench_problem {
 
 /* Fills in the leading dimensions and batch strides from the sizes and the
  * transposes. */
-void bench_problem_layout(bench_problem *p);
+static inline void bench_problem_layout(bench_problem *p)
+{
+    p->lda = p->transa == 'T' ? p->M : p->K;
+    p->ldb = p->transb == 'T' ? p->K : p->N;
+    p->ldc = p->N;
+    p->stride_a = p->M * p->K;
+    p->stride_b = p->K * p->N;
+    p->stride_c = p->M * p->N;
+}
 
 /* A problem bound to its buffers, ready to run. What it holds is private to
  * the library that made it (oneDNN keeps a primitive here). */

@@ -116,16 +116,6 @@ static void sleep_ms(int ms)
     }
 }
 
-void bench_problem_layout(bench_problem *p)
-{
-    p->lda = p->transa == 'T' ? p->M : p->K;
-    p->ldb = p->transb == 'T' ? p->K : p->N;
-    p->ldc = p->N;
-    p->stride_a = p->M * p->K;
-    p->stride_b = p->K * p->N;
-    p->stride_c = p->M * p->N;
-}
-
 /* ---- shape files ---------------------------------------------------- */
 
 /* Whether a problem is also timed with pre-packed weights. */
