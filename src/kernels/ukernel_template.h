@@ -531,6 +531,13 @@ static inline __attribute__((always_inline)) void uk_transpose(uk_vec r[UK_VEC_F
     UK_SWAP_BLOCKS(r, 1)
 }
 
+/* Lanes 0..n-1 set, the rest clear. */
+static inline __attribute__((always_inline)) uk_ivec uk_lanes_below(int n)
+{
+    const uk_ivec lane = {UK_LANES(UK_LANE_INDEX, 0)};
+    return lane < (uk_ivec){0} + n;
+}
+
 /* Rows of a group that uk_pack_transposed copies float by float: a
  * quarter of the group. Measured on AVX-512 (4 of 16); with AVX2 the copy
  * of 4 rows of 8 took 1.2x the transpose's time (a 20-row panel of K = 64
@@ -551,8 +558,7 @@ static void uk_pack_half_group(int w, int rows, int64_t k, const float *src, int
                                float *dst)
 {
     enum { HALF = UK_VEC_FLOATS / 2 };
-    const uk_ivec lane = {UK_LANES(UK_LANE_INDEX, 0)};
-    const uk_ivec keep = lane < (uk_ivec){0} + rows; /* low half, rows that exist */
+    const uk_ivec keep = uk_lanes_below(rows); /* low half, rows that exist */
     const uk_vec zero = {0};
     const float *row[HALF];
     for (int i = 0; i < HALF; i++)
@@ -587,6 +593,39 @@ static void uk_pack_half_group(int w, int rows, int64_t k, const float *src, int
 }
 #endif
 
+/* One V x V block of a transposing copy: V floats (k steps) of n rows,
+ * ld floats apart, become V k steps of V lanes, w floats apart; lanes
+ * from n on are zero. Rows past the last are read again from the last
+ * and their lanes cleared after the transpose, one mask for all. Each
+ * row's and each store's address is the one before plus ld or w: kept
+ * as a pointer and a mask per row and a pointer per store, as the loop
+ * was first written, they filled the registers, and each 16 x 16 block
+ * read them back from the stack. Time against that loop, in one process,
+ * AVX-512 on Zen 4: K = 64 panels (B^T 256 x 64 into 32-wide panels, A
+ * 252 x 64 into 14-row ones) 0.76-0.83, K = 768 0.94-0.98; attention's
+ * 12 x (L x L x 64) q K^T, L = 128-256, 0.96-1.00 of the whole call. The
+ * rows are pinned to registers: folded into the shuffles, each was read
+ * twice (512 x 768 B^T took 1.13x the old loop's time). */
+static inline __attribute__((always_inline)) void
+uk_transpose_block(const int n, const float *src, int64_t ld, float *dst, int64_t w)
+{
+    uk_vec r[UK_VEC_FLOATS];
+#pragma GCC unroll 16
+    for (int i = 0; i < UK_VEC_FLOATS; i++) {
+        r[i] = uk_load(src);
+        UK_IN_REGISTER(r[i]);
+        if (i + 1 < n)
+            src += ld;
+    }
+    uk_transpose(r);
+    const uk_ivec keep = uk_lanes_below(n);
+#pragma GCC unroll 16
+    for (int t = 0; t < UK_VEC_FLOATS; t++) {
+        uk_store(dst, n < UK_VEC_FLOATS ? (uk_vec)((uk_ivec)r[t] & keep) : r[t]);
+        dst += w;
+    }
+}
+
 /* See ukernel_transpose_fn. Every store is a whole vector: one that runs
  * past the panel's width spills into the start of the next k step's row,
  * which a group of columns further left writes afterwards (the groups go
@@ -618,34 +657,26 @@ static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int
             continue;
         }
 #endif
-        /* Rows past the last are zero: loaded from the last row and
-         * masked off, with no branch per row (the branches and the
-         * registers they spilled cost more than the shuffles). */
-        uk_ivec keep[UK_VEC_FLOATS];
-        const float *row[UK_VEC_FLOATS];
-        for (int i = 0; i < UK_VEC_FLOATS; i++) {
-            keep[i] = (uk_ivec){0} - (i0 + i < rows);
-            row[i] = src + (int64_t)(i0 + i < rows ? i0 + i : rows - 1) * ld;
-        }
+        const float *first = src + (int64_t)i0 * ld;
         int64_t p0 = 0;
-        for (; p0 + UK_VEC_FLOATS <= k; p0 += UK_VEC_FLOATS) {
-            uk_vec r[UK_VEC_FLOATS];
-#pragma GCC unroll 16
-            for (int i = 0; i < UK_VEC_FLOATS; i++)
-                r[i] = (uk_vec)((uk_ivec)uk_load(row[i] + p0) & keep[i]);
-            uk_transpose(r);
-#pragma GCC unroll 16
-            for (int t = 0; t < UK_VEC_FLOATS; t++)
-                uk_store(dst + (p0 + t) * w + i0, r[t]);
-        }
+        /* A whole group by the block with n a constant: no test a row. */
+        if (rows - i0 >= UK_VEC_FLOATS)
+            for (; p0 + UK_VEC_FLOATS <= k; p0 += UK_VEC_FLOATS)
+                uk_transpose_block(UK_VEC_FLOATS, first + p0, ld, dst + p0 * w + i0, w);
+        else
+            for (; p0 + UK_VEC_FLOATS <= k; p0 += UK_VEC_FLOATS)
+                uk_transpose_block(rows - i0, first + p0, ld, dst + p0 * w + i0, w);
         if (p0 < k) {
             int depth = (int)(k - p0);
             uk_vec r[UK_VEC_FLOATS];
             for (int i = 0; i < UK_VEC_FLOATS; i++)
-                r[i] = (uk_vec)((uk_ivec)uk_load_partial(row[i] + p0, depth) & keep[i]);
+                r[i] = uk_load_partial(first + (int64_t)(i0 + i < rows ? i : rows - 1 - i0) * ld +
+                                           p0,
+                                       depth);
             uk_transpose(r);
+            const uk_ivec keep = uk_lanes_below(rows - i0);
             for (int t = 0; t < depth; t++)
-                uk_store(dst + (p0 + t) * w + i0, r[t]);
+                uk_store(dst + (p0 + t) * w + i0, (uk_vec)((uk_ivec)r[t] & keep));
         }
     }
 }
@@ -658,7 +689,6 @@ static void uk_pack_transposed(int w, int rows, int64_t k, const float *src, int
  * a fifth of that GEMM.) */
 static void uk_pack_rows(int w, int n, int64_t k, const float *src, int64_t ld, float *dst)
 {
-    const uk_ivec lane = {UK_LANES(UK_LANE_INDEX, 0)};
     const float *block_end = k > 0 ? src + (k - 1) * ld + n : src;
     for (int64_t p = 0; p < k; p++) {
         const float *row = src + p * ld;
@@ -672,7 +702,7 @@ static void uk_pack_rows(int w, int n, int64_t k, const float *src, int64_t ld, 
             else if (left <= 0)
                 v = (uk_vec){0};
             else if (row + j + UK_VEC_FLOATS <= block_end)
-                v = (uk_vec)((uk_ivec)uk_load(row + j) & (lane < (uk_ivec){0} + left));
+                v = (uk_vec)((uk_ivec)uk_load(row + j) & uk_lanes_below(left));
             else
                 v = uk_load_partial(row + j, left);
             uk_store(out + j, v);
