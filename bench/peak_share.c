@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hw/hw.h"
 #include "hw/measure.h"
@@ -182,6 +183,10 @@ int main(int argc, char **argv)
             }
             if (libs[l]->park)
                 libs[l]->park();
+            /* as gemm_bench does: an OpenMP pool's spinning workers
+             * would take the cores of the next library or peak loop */
+            if (threads > 1)
+                nanosleep(&(struct timespec){0, 25000000L}, NULL);
             got[l] = flops / bench_median(t, calls) * 1e-9;
         }
         double after = read_peak(loop, hw->vec_floats);
