@@ -37,7 +37,14 @@ expect 0 '^fma peak' "$TESSEL" probe
 expect 0 '"fingerprint"' "$TESSEL" probe --json
 expect 0 '^17,33,65,NN,' "$TESSEL" gemm 17 33 65 --check --csv --repeat 3
 expect 0 '^5,7,9,TT,' "$TESSEL" gemm 5 7 9 --trans TT --alpha 0.5 --beta 2 --check --csv --repeat 3
+# A batch: the CSV line ends with it, --check covers every matrix.
+expect 0 '^17,17,64,NT,[12],.*,12$' "$TESSEL" gemm 17 17 64 --trans NT --batch 12 --threads 2 \
+    --check --csv --repeat 3
+expect 0 '^check .*: ok' "$TESSEL" gemm 6 5 7 --trans TN --batch 5 --beta 0.5 --check --repeat 3
 expect 0 '^tessellation' "$TESSEL" explain gemm 100 70 33 --threads 2 --no-measure
+expect 0 '^ *whole matrices per thread: 2 threads' "$TESSEL" explain gemm 43 43 64 --trans NT \
+    --batch 24 --threads 2 --no-measure
+expect 0 '^time .*in turn.*measured' "$TESSEL" explain gemm 5 5 64 --trans NT --batch 12
 expect 0 '^time .*measured' "$TESSEL" explain gemm 16 96 40 --packed --threads 2
 expect 0 'B pre-packed' "$TESSEL" explain gemm 3 64 20 --trans NT --packed --no-measure
 expect 0 '^direct' "$TESSEL" explain gemm 2 2 2 --no-measure
@@ -50,6 +57,8 @@ expect 0 'predicted .* measured .* us: fma' "$TESSEL" tune --shapes "$WORK/shape
 expect 2 'usage:' "$TESSEL" explain gemm 4 4
 expect 2 'usage:' "$TESSEL" gemm 4 4 4 --trans XX
 expect 2 'usage:' "$TESSEL" explain conv 4 4 4
+expect 2 'usage:' "$TESSEL" gemm 4 4 4 --batch 0
+expect 2 'usage:' "$TESSEL" explain gemm 4 4 4 --batch 2 --packed
 
 echo "suite cli          $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

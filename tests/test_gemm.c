@@ -1074,6 +1074,59 @@ static void direct_and_planned_cases(tessel_ctx *ctx)
     CHECK(fails[1] == 0, "tiny GEMMs by the planned path: %d wrong elements", fails[1]);
 }
 
+/* How a call runs its batch (op_gemm_schedule, which op_sgemm_plan and
+ * `tessel explain` share), on a 2-thread context, and the batch's
+ * predicted time built from the plan's (plan_batch_seconds). Whether a
+ * batch of small matrices pays for waking a thread depends on the
+ * machine's peak (plan_threads_pay); 192 heads of 43 tokens always do, and
+ * 3 large matrices, which do not spread evenly over 2 threads, are each
+ * split by the plan. */
+static void batch_schedule_cases(tessel_ctx *ctx)
+{
+    const plan_model *m = api_ctx_model(ctx);
+    op_env env = {.model = m, .pool = ctx->pool, .buffers = ctx->buffers, .threads = ctx->threads};
+    static const struct {
+        int64_t batch, M, N, K;
+        bool tb;
+        int whole; /* 1, 0, or -1: as plan_threads_pay says */
+    } cases[] = {
+        {192, 43, 43, 64, true, 1}, {12, 17, 17, 64, true, -1}, {13, 40, 64, 40, false, -1},
+        {12, 5, 5, 64, true, -1},   {3, 384, 384, 384, false, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t batch = cases[i].batch, M = cases[i].M, N = cases[i].N, K = cases[i].K;
+        bool tb = cases[i].tb;
+        gemm_call call = {.M = M, .N = N, .K = K, .alpha = 1.0f, .a_rs = K, .a_cs = 1,
+                          .b_rs = tb ? 1 : N, .b_cs = tb ? K : 1, .ldc = N};
+        gemm_shape shape = {.M = M, .N = N, .K = K, .transb = tb};
+        gemm_plan plan;
+        op_plan_sgemm(&env, &call, batch, &plan);
+        op_schedule run;
+        op_gemm_schedule(&env, &call, &plan, batch, &run);
+        bool whole = cases[i].whole >= 0 ? cases[i].whole
+                                         : plan.threads == 1 && plan_threads_pay(m, &shape, batch);
+        int tasks = whole ? 2 : plan.threads;
+        int64_t rounds = whole ? (batch + 1) / 2 : batch;
+        int64_t group = !whole ? 0 : batch / 8 > 0 ? batch / 8 : 1;
+        CHECK(run.whole_matrices == whole && run.tasks == tasks && run.rounds == rounds &&
+                  run.group_matrices == group,
+              "%lld x (%lldx%lldx%lld): whole %d, tasks %d, rounds %lld, groups of %lld; want "
+              "%d, %d, %lld, %lld",
+              (long long)batch, (long long)M, (long long)N, (long long)K, run.whole_matrices,
+              run.tasks, (long long)run.rounds, (long long)run.group_matrices, whole, tasks,
+              (long long)rounds, (long long)group);
+        double one = plan_batch_seconds(m, &shape, &plan, 1, plan.threads);
+        double step = plan_batch_seconds(m, &shape, &plan, 2, plan.threads) - one;
+        double all = plan_batch_seconds(m, &shape, &plan, rounds + 1, plan.threads);
+        CHECK(fabs(one - plan.predicted_seconds) <= 1e-9 * plan.predicted_seconds,
+              "a batch of one predicts the plan's %.4g s, not %.4g", plan.predicted_seconds, one);
+        CHECK(step > 0 && step <= plan.predicted_seconds &&
+                  fabs(all - one - (double)rounds * step) <= 1e-9 * all,
+              "each matrix in turn adds %.4g s of the plan's %.4g (%.4g for %lld more)", step,
+              plan.predicted_seconds, all - one, (long long)rounds);
+    }
+}
+
 void suite_gemm(void)
 {
     static const int threads[N_CTX] = {0, 1, 2, 3};
@@ -1103,6 +1156,7 @@ void suite_gemm(void)
     streamed_b_cases();
     l2_ahead_cases();
     direct_and_planned_cases(contexts[2]);
+    batch_schedule_cases(contexts[2]);
     for (int c = 1; c < N_CTX; c++)
         tessel_ctx_destroy(contexts[c]);
 }

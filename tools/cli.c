@@ -109,7 +109,7 @@ int cli_parse_trans(const char *text, char *transa, char *transb)
 
 cli_problem cli_problem_default(void)
 {
-    return (cli_problem){.transa = 'N', .transb = 'N'};
+    return (cli_problem){.transa = 'N', .transb = 'N', .batch = 1};
 }
 
 static const char *const SIZE_NAMES[3] = {"M", "N", "K"};
@@ -129,6 +129,11 @@ int cli_take_problem_arg(const char *cmd, const char *usage, int argc, char **ar
         if (r < 0 || cli_parse_i64(value, 0, 1 << 20, &t) != 0)
             return cli_usage_error(cmd, usage, "--threads takes a count >= 0");
         p->threads = (int)t;
+        return CLI_OK;
+    }
+    if ((r = cli_take_value(argc, argv, i, "--batch", &value)) != 0) {
+        if (r < 0 || cli_parse_i64(value, 1, INT32_MAX, &p->batch) != 0)
+            return cli_usage_error(cmd, usage, "--batch takes a count >= 1");
         return CLI_OK;
     }
     if (arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9'))

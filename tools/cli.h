@@ -64,11 +64,12 @@ int cli_parse_float(const char *text, float *out);
 int cli_take_value(int argc, char **argv, int *i, const char *name, const char **value);
 
 /* The problem `tessel gemm` and `tessel explain` both take: the sizes M N K
- * (positional, in that order), --trans XY and --threads T. */
+ * (positional, in that order), --trans XY, --threads T and --batch B. */
 typedef struct cli_problem {
     int64_t M, N, K;
     char transa, transb;  /* 'N' or 'T' */
     int threads;          /* 0: the library's default */
+    int64_t batch;        /* matrices of each operand (strided batched GEMM) */
     int sizes;            /* how many of M, N, K were given */
 } cli_problem;
 
@@ -79,10 +80,10 @@ enum { CLI_NOT_TAKEN = -2 };
 #define CLI_TIMED_SECONDS 0.2
 enum { CLI_MIN_REPEAT = 3, CLI_MAX_REPEAT = 100000 };
 
-/* NN, the library's threads, no sizes yet. */
+/* NN, the library's threads, one matrix, no sizes yet. */
 cli_problem cli_problem_default(void);
 
-/* Takes argv[*i] into *p if it is --trans, --threads or, not being an
+/* Takes argv[*i] into *p if it is --trans, --threads, --batch or, not being an
  * option, the next size: returns CLI_OK (having advanced *i past an
  * option's separate value), CLI_USAGE after saying why it is wrong, or
  * CLI_NOT_TAKEN for anything else, which is the caller's. */

@@ -6,9 +6,11 @@
  * call makes (same context, same shape key, same planner), its row runs,
  * column panels, ukernels and thread split; a picture of the
  * tessellation (explain_draw.c); and the predicted time against a
- * measured median. With --packed, all of it for the pre-packed call
- * (tessel_sgemm_pack_b once, then tessel_sgemm_packed), which an
- * inference runtime makes for constant weights.
+ * measured median. With --batch, how a strided batched call shares the
+ * matrices among the threads, each run by the plan shown. With --packed,
+ * all of it for the pre-packed call (tessel_sgemm_pack_b once, then
+ * tessel_sgemm_packed), which an inference runtime makes for constant
+ * weights.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -16,13 +18,12 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "cli.h"
+#include "cli_call.h"
 #include "explain.h"
-#include "ops/ops.h"
-#include "plan/candidates.h"
 
 static const char usage[] =
-    "tessel explain gemm M N K [--trans NT] [--threads T] [--packed] [--svg FILE] [--no-measure]";
+    "tessel explain gemm M N K [--trans NT] [--threads T] [--batch B] [--packed] [--svg FILE]\n"
+    "                          [--no-measure]";
 
 static void print_help(void)
 {
@@ -36,6 +37,9 @@ static void print_help(void)
            "  --trans XY     op(A), op(B): N (as stored) or T (transposed); default NN\n"
            "  --threads T    threads of the context; 0 (default) = TESSEL_NUM_THREADS\n"
            "                 or every core this process may run on\n"
+           "  --batch B      B matrices of each operand, one after another: the\n"
+           "                 strided batched call, how its matrices are shared out\n"
+           "                 among the threads, and the plan each runs by\n"
            "  --packed       the pre-packed call: B packed once (tessel_sgemm_pack_b),\n"
            "                 the plan and time of tessel_sgemm_packed\n"
            "  --svg FILE     also draw the tessellation as SVG into FILE\n"
@@ -81,68 +85,32 @@ static int parse_args(int argc, char **argv, explain_args *a)
     }
     if (!have_op)
         return cli_usage_error("explain", usage, "missing the operator (gemm)");
+    if (a->packed && a->p.batch > 1)
+        return cli_usage_error("explain", usage, "--packed takes one matrix: the pre-packed call "
+                                                 "has no batch");
     return cli_problem_complete("explain", usage, &a->p);
 }
 
-/* ---- the matrices and the call, as `tessel gemm` makes them ---- */
+/* ---- the timed calls ---- */
 
-/* Row-major operands with leading dimension = stored row length. */
-typedef struct operands {
-    int64_t a_rows, a_cols, b_rows, b_cols, lda, ldb, ldc;
-    float *A, *B, *C;
-} operands;
-
-static operands describe_operands(const explain_args *g)
-{
-    bool ta = g->p.transa == 'T', tb = g->p.transb == 'T';
-    operands o = {.a_rows = ta ? g->p.K : g->p.M, .a_cols = ta ? g->p.M : g->p.K,
-                  .b_rows = tb ? g->p.N : g->p.K, .b_cols = tb ? g->p.K : g->p.N};
-    o.lda = o.a_cols > 1 ? o.a_cols : 1;
-    o.ldb = o.b_cols > 1 ? o.b_cols : 1;
-    o.ldc = g->p.N > 1 ? g->p.N : 1;
-    return o;
-}
-
-/* The plan a real call makes: the same shape key and thread count
- * (op_gemm_key reads the strides the API derives from the transposes, so a
- * 1-wide transposed operand counts as not transposed, as it does there),
- * and the same sources, a tuned plan before the planner's. */
-static const char *plan_like_a_call(tessel_ctx *ctx, const explain_args *g,
-                                    const tessel_packed_b *packed, gemm_shape *shape,
-                                    gemm_plan *plan)
-{
-    operands o = describe_operands(g);
-    bool ta = g->p.transa == 'T', tb = g->p.transb == 'T';
-    op_env env = {.model = api_ctx_model(ctx), .threads = tessel_ctx_threads(ctx)};
-    gemm_call call = {.M = g->p.M, .N = g->p.N, .K = g->p.K, .alpha = 1.0f,
-                      .a_rs = ta ? 1 : o.lda, .a_cs = ta ? o.lda : 1,
-                      .b_rs = tb ? 1 : o.ldb, .b_cs = tb ? o.ldb : 1, .ldc = o.ldc,
-                      .packed = packed};
-    int threads;
-    op_gemm_key(&env, &call, 1, shape, &threads);
-    if (api_plan_for(ctx, shape, threads, plan))
-        return "a tuned plan from the tuning database (`tessel tune --shapes`)";
-    return env.model->cost.calibrated ? "the calibrated model: the cheapest predicted variant"
-                                      : "the analytic model's rules (not calibrated)";
-}
-
-/* Median seconds of the timed calls after a warm-up (tessel_sgemm, or
- * tessel_sgemm_packed on `packed` where given), their number in *calls;
- * -1 if memory ran out or a call failed (*status). */
+/* Median seconds of the timed calls after a warm-up (the strided batched
+ * call, or tessel_sgemm_packed on `packed` where given), their number in
+ * *calls; -1 if memory ran out or a call failed (*status). */
 static double measure(tessel_ctx *ctx, const explain_args *g, const tessel_packed_b *packed,
                       int *calls, tessel_status *status)
 {
-    operands o = describe_operands(g);
-    o.A = cli_alloc_matrix(o.a_rows, o.a_cols);
-    o.B = packed ? NULL : cli_alloc_matrix(o.b_rows, o.b_cols);
-    o.C = cli_alloc_matrix(g->p.M, g->p.N);
+    cli_operands o = cli_describe_operands(&g->p);
+    int64_t batch = g->p.batch;
+    float *A = cli_alloc_matrix(batch, o.stride_a);
+    float *B = packed ? NULL : cli_alloc_matrix(batch, o.stride_b);
+    float *C = cli_alloc_matrix(batch, o.stride_c);
     double *times = malloc(CLI_MAX_REPEAT * sizeof *times);
     double median = -1.0;
     *status = TESSEL_OK;
-    if (o.A && (o.B || packed) && o.C && times) {
-        cli_fill_random(o.A, o.a_rows * o.a_cols, 1);
-        if (o.B)
-            cli_fill_random(o.B, o.b_rows * o.b_cols, 2);
+    if (A && (B || packed) && C && times) {
+        cli_fill_random(A, batch * o.stride_a, 1);
+        if (B)
+            cli_fill_random(B, batch * o.stride_b, 2);
         int n = 0;
         double spent = 0.0;
         /* The first call plans and fills the buffer cache: not timed. */
@@ -150,11 +118,12 @@ static double measure(tessel_ctx *ctx, const explain_args *g, const tessel_packe
                          (n < CLI_MIN_REPEAT || spent < CLI_TIMED_SECONDS); r++) {
             double t0 = cli_now();
             if (packed)
-                *status = tessel_sgemm_packed(ctx, g->p.transa, g->p.M, o.A, o.lda, packed, 1.0f,
-                                              0.0f, o.C, o.ldc);
+                *status = tessel_sgemm_packed(ctx, g->p.transa, g->p.M, A, o.lda, packed, 1.0f,
+                                              0.0f, C, o.ldc);
             else
-                *status = tessel_sgemm(ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K, 1.0f,
-                                       o.A, o.lda, o.B, o.ldb, 0.0f, o.C, o.ldc);
+                *status = tessel_sgemm_strided_batched(
+                    ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K, 1.0f, A, o.lda,
+                    o.stride_a, B, o.ldb, o.stride_b, 0.0f, C, o.ldc, o.stride_c, batch);
             double t = cli_now() - t0;
             if (r >= 0) {
                 times[n++] = t;
@@ -166,19 +135,29 @@ static double measure(tessel_ctx *ctx, const explain_args *g, const tessel_packe
         }
         *calls = n;
     }
-    free(o.A);
-    free(o.B);
-    free(o.C);
+    free(A);
+    free(B);
+    free(C);
     free(times);
     return *status == TESSEL_OK ? median : -1.0;
 }
 
-static void print_time(const gemm_plan *p, const gemm_shape *s, double measured, int calls)
+/* The predicted time of the whole call: for a batch, the matrices the
+ * busiest task runs in turn (all of them, where each is split over the
+ * threads), the call's own costs once (plan_batch_seconds). */
+static void print_time(const plan_model *m, const cli_call_plan *cp, int64_t batch,
+                       double measured, int calls)
 {
-    double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
-    printf("time      predicted %.2f us", p->predicted_seconds * 1e6);
-    if (p->predicted_seconds > 0 && flops > 0)
-        printf(" (%.1f GFLOP/s)", flops / p->predicted_seconds * 1e-9);
+    const gemm_shape *s = &cp->shape;
+    double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K * (double)batch;
+    double predicted = batch > 1 ? plan_batch_seconds(m, s, &cp->plan, cp->run.rounds,
+                                                      cp->run.tasks)
+                                 : cp->plan.predicted_seconds;
+    printf("time      predicted %.2f us", predicted * 1e6);
+    if (predicted > 0 && flops > 0)
+        printf(" (%.1f GFLOP/s)", flops / predicted * 1e-9);
+    if (batch > 1)
+        printf(" for %lld matrices in turn on the busiest thread", (long long)cp->run.rounds);
     if (measured < 0) {
         printf("; not measured\n");
         return;
@@ -187,9 +166,45 @@ static void print_time(const gemm_plan *p, const gemm_shape *s, double measured,
     if (measured > 0 && flops > 0)
         printf(", %.1f GFLOP/s", flops / measured * 1e-9);
     printf(")");
-    if (p->predicted_seconds > 0 && measured > 0)
-        printf(": measured / predicted = %.2f", measured / p->predicted_seconds);
+    if (predicted > 0 && measured > 0)
+        printf(": measured / predicted = %.2f", measured / predicted);
     printf("\n");
+}
+
+/* How the call runs its batch (op_gemm_schedule): which thread runs which
+ * matrices, and what each matrix's run saves. */
+static void print_batch(const cli_call_plan *cp, int64_t batch, int threads)
+{
+    const op_schedule *r = &cp->run;
+    printf("batch     %lld matrices one after another (tessel_sgemm_strided_batched); ",
+           (long long)batch);
+    if (cp->plan_threads < threads)
+        printf("each planned for %d thread%s (small matrices, or a batch that spreads evenly "
+               "over the threads, run whole matrices per thread)\n",
+               cp->plan_threads, cp->plan_threads == 1 ? "" : "s");
+    else
+        printf("each planned for the context's %d thread%s\n", threads, threads == 1 ? "" : "s");
+    if (r->whole_matrices) {
+        printf("          whole matrices per thread: %d threads take at most %lld each, %lld at "
+               "a time, the same ones every call; a thread done with its own takes what is "
+               "left of the others' from their ends\n",
+               r->tasks, (long long)r->rounds, (long long)r->group_matrices);
+    } else if (r->one_at_a_time) {
+        printf("          one matrix at a time, each split along K over %d threads and its "
+               "partial sums added after it\n", r->tasks);
+    } else if (r->tasks > 1) {
+        printf("          one matrix at a time, each split over %d threads by the plan%s\n",
+               r->tasks, r->shared_b ? ", one B block shared by the threads" : "");
+    } else {
+        printf("          on the calling thread, matrix after matrix%s\n",
+               threads > 1 ? ": the batch is over before a woken thread would join in" : "");
+    }
+    if (r->prefetch_next)
+        printf("          matrix i + 1's operands asked for while matrix i runs: the batch is "
+               "too large against the last cache to stay there between calls\n");
+    if (r->in_place)
+        printf("          each matrix run in place by its tiles' ukernels, looked up once "
+               "for the batch (nothing packed)\n");
 }
 
 /* With --packed: B random, packed as tessel_sgemm_pack_b packs it. */
@@ -198,49 +213,63 @@ static int pack_b(tessel_ctx *ctx, const explain_args *g, tessel_packed_b **pack
     *packed = NULL;
     if (!g->packed)
         return CLI_OK;
-    operands o = describe_operands(g);
-    float *B = cli_alloc_matrix(o.b_rows, o.b_cols);
+    cli_operands o = cli_describe_operands(&g->p);
+    float *B = cli_alloc_matrix(1, o.stride_b);
     if (!B) {
         fprintf(stderr, "tessel explain: cannot allocate B\n");
         return CLI_FAIL;
     }
-    cli_fill_random(B, o.b_rows * o.b_cols, 2);
+    cli_fill_random(B, o.stride_b, 2);
     tessel_status s = tessel_sgemm_pack_b(ctx, g->p.transb, g->p.K, g->p.N, B, o.ldb, packed);
     free(B);
     return s == TESSEL_OK ? CLI_OK : cli_library_error(s);
 }
 
+/* Where the plan comes from, as a real call finds it. */
+static const char *plan_source(const plan_model *m, const cli_call_plan *cp)
+{
+    if (cp->tuned)
+        return "a tuned plan from the tuning database (`tessel tune --shapes`)";
+    return m->cost.calibrated ? "the calibrated model: the cheapest predicted variant"
+                              : "the analytic model's rules (not calibrated)";
+}
+
 static int explain(tessel_ctx *ctx, const explain_args *g, const tessel_packed_b *packed)
 {
     const plan_model *m = api_ctx_model(ctx);
-    gemm_shape shape;
-    gemm_plan plan;
-    const char *source = plan_like_a_call(ctx, g, packed, &shape, &plan);
-    int64_t nregions = plan_regions(&plan, &shape, NULL, 0);
+    cli_call_plan cp;
+    cli_plan_call(ctx, &g->p, packed, &cp);
+    const gemm_plan *plan = &cp.plan;
+    int64_t nregions = plan_regions(plan, &cp.shape, NULL, 0);
     plan_region *regions = malloc((size_t)(nregions > 0 ? nregions : 1) * sizeof *regions);
     if (!regions) {
         fprintf(stderr, "tessel explain: cannot allocate %lld regions\n", (long long)nregions);
         return CLI_FAIL;
     }
-    plan_regions(&plan, &shape, regions, nregions);
+    plan_regions(plan, &cp.shape, regions, nregions);
 
-    printf("explain   gemm M %lld, N %lld, K %lld, trans %c%c, context of %d threads%s\n",
-           (long long)g->p.M, (long long)g->p.N, (long long)g->p.K, g->p.transa, g->p.transb,
-           tessel_ctx_threads(ctx), packed ? "; B pre-packed (tessel_sgemm_packed)" : "");
-    gemm_call tiny = {.M = g->p.M, .N = g->p.N, .K = g->p.K};
-    if (!packed && op_sgemm_is_direct(&tiny, 1))
-        printf("direct    at most 64 multiply-adds: the call runs the plain loop "
+    int threads = tessel_ctx_threads(ctx);
+    printf("explain   gemm M %lld, N %lld, K %lld, trans %c%c", (long long)g->p.M,
+           (long long)g->p.N, (long long)g->p.K, g->p.transa, g->p.transb);
+    if (g->p.batch > 1)
+        printf(", batch %lld", (long long)g->p.batch);
+    printf(", context of %d threads%s\n", threads,
+           packed ? "; B pre-packed (tessel_sgemm_packed)" : "");
+    if (cp.direct)
+        printf("direct    at most 64 multiply-adds in all: the call runs the plain loop "
                "(ops/gemm_direct.c), no plan; the measured time below is that loop's, the "
                "plan what the planner would make\n");
     explain_print_hardware(m);
-    explain_print_candidates(m, &plan);
-    explain_print_blocking(m, &plan, &shape);
+    explain_print_candidates(m, plan);
+    explain_print_blocking(m, plan, &cp.shape);
     char knobs[96];
-    plan_choice_format(&plan.choice, knobs, sizeof knobs);
-    printf("source    %s: %s\n", source, knobs);
+    plan_choice_format(&plan->choice, knobs, sizeof knobs);
+    printf("source    %s: %s\n", plan_source(m, &cp), knobs);
     printf("\n");
-    explain_print_plan(m, &plan, &shape, regions, nregions);
-    explain_picture pic = {.plan = &plan, .regions = regions, .nregions = nregions,
+    explain_print_plan(m, plan, &cp.shape, regions, nregions);
+    if (g->p.batch > 1 && !cp.direct)
+        print_batch(&cp, g->p.batch, threads);
+    explain_picture pic = {.plan = plan, .regions = regions, .nregions = nregions,
                            .M = g->p.M, .N = g->p.N, .K = g->p.K};
     printf("\n");
     explain_print_grid(stdout, &pic);
@@ -265,7 +294,7 @@ static int explain(tessel_ctx *ctx, const explain_args *g, const tessel_packed_b
             fprintf(stderr, "tessel explain: cannot allocate the matrices; not measured\n");
     }
     if (rc == CLI_OK)
-        print_time(&plan, &shape, measured, calls);
+        print_time(m, &cp, g->p.batch, measured, calls);
     free(regions);
     return rc;
 }

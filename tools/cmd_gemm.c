@@ -1,10 +1,11 @@
 /*
- * cmd_gemm.c - `tessel gemm M N K`: times tessel_sgemm on one shape with
- * seeded random row-major matrices and reports the median time, GFLOP/s
- * and the fraction of the FMA peak of the threads the plan actually used;
- * with --check it compares one more call against ref_sgemm and fails if
- * the error exceeds the bound the tests use. --csv prints one line for
- * scripts (tools/demo.sh).
+ * cmd_gemm.c - `tessel gemm M N K`: times tessel_sgemm (with --batch B,
+ * tessel_sgemm_strided_batched on B matrices of each operand) on one shape
+ * with seeded random row-major matrices and reports the median time,
+ * GFLOP/s and the fraction of the FMA peak of the threads the call
+ * actually used; with --check it compares one more call against ref_sgemm
+ * and fails if the error exceeds the bound the tests use. --csv prints one
+ * line for scripts (tools/demo.sh).
  */
 #include <math.h>
 #include <pthread.h>
@@ -12,14 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api.h"
-#include "cli.h"
+#include "cli_call.h"
 #include "hw/hw.h"
-#include "plan/plan.h"
 #include "ref/ref.h"
 
 static const char usage[] =
-    "tessel gemm M N K [--trans NT] [--threads T] [--repeat R] [--alpha A] "
+    "tessel gemm M N K [--trans NT] [--threads T] [--batch B] [--repeat R] [--alpha A] "
     "[--beta B] [--check] [--csv]";
 
 static void print_help(void)
@@ -31,15 +30,20 @@ static void print_help(void)
            "  --trans XY    op(A), op(B): N (as stored) or T (transposed); default NN\n"
            "  --threads T   threads of the context; 0 (default) = TESSEL_NUM_THREADS\n"
            "                or every core this process may run on\n"
+           "  --batch B     B matrices of each operand, one after another: one\n"
+           "                tessel_sgemm_strided_batched call (default 1)\n"
            "  --repeat R    timed calls (default: enough for ~%.1f s, at least %d)\n"
            "  --alpha A     default 1\n"
            "  --beta B      default 0 (C then starts as NaN: it must not be read)\n"
-           "  --check       compare with ref_sgemm; exit 1 if any element's error\n"
+           "  --check       compare with ref_sgemm (every matrix of a batch); exit 1\n"
+           "                if any element's error\n"
            "                exceeds 2 (K + 2) 2^-24 (|alpha| |A||B| + |beta| |C|)\n"
            "                (shown: the max abs error and the largest bound)\n"
-           "  --csv         print one line: M,N,K,trans,threads,seconds,gflops,pct_peak\n\n"
-           "Prints the median time, GFLOP/s (2MNK / t) and %% of peak, where peak is\n"
-           "the quick-measured FMA peak per core times the threads the plan used.\n",
+           "  --csv         print one line:\n"
+           "                M,N,K,trans,threads,seconds,gflops,pct_peak,batch\n\n"
+           "Prints the median time of a call, GFLOP/s (2MNK B / t) and %% of peak,\n"
+           "where peak is the quick-measured FMA peak per core times the threads the\n"
+           "call used.\n",
            usage, CLI_TIMED_SECONDS, CLI_MIN_REPEAT);
 }
 
@@ -154,11 +158,12 @@ static float op_element(const float *x, int64_t ld, char trans, int64_t row, int
     return trans == 'N' ? x[row * ld + col] : x[col * ld + row];
 }
 
-/* Checks `c` against the reference: the largest abs error, the largest
- * element bound, and how many elements exceed their own bound; -1 if
- * memory ran out. Spreads the reference over the machine's cores. */
-static int check_result(const gemm_args *g, const float *A, int64_t lda, const float *B,
-                        int64_t ldb, const float *c0, const float *c, double *max_err,
+/* Checks one matrix, `c`, against the reference: the largest abs error,
+ * the largest element bound, and how many elements exceed their own
+ * bound; -1 if memory ran out. Spreads the reference over the machine's
+ * cores. */
+static int check_matrix(const gemm_args *g, const cli_operands *o, const float *A,
+                        const float *B, const float *c0, const float *c, double *max_err,
                         double *max_bound, int64_t *over)
 {
     int64_t M = g->p.M, N = g->p.N, K = g->p.K;
@@ -168,10 +173,10 @@ static int check_result(const gemm_args *g, const float *A, int64_t lda, const f
     if (ok) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t p = 0; p < K; p++)
-                opa[i * K + p] = op_element(A, lda, g->p.transa, i, p);
+                opa[i * K + p] = op_element(A, o->lda, g->p.transa, i, p);
         for (int64_t j = 0; j < N; j++)
             for (int64_t p = 0; p < K; p++)
-                opbt[j * K + p] = op_element(B, ldb, g->p.transb, p, j);
+                opbt[j * K + p] = op_element(B, o->ldb, g->p.transb, p, j);
 
         enum { MAX_WORKERS = 64 };
         int workers = hw_default_profile()->cores;
@@ -191,9 +196,6 @@ static int check_result(const gemm_args *g, const float *A, int64_t lda, const f
         for (int w = 0; w < workers; w++)
             if (!started[w])
                 check_rows(&jobs[w]);
-        *max_err = 0.0;
-        *max_bound = 0.0;
-        *over = 0;
         for (int w = 0; w < workers; w++) {
             if (started[w])
                 pthread_join(tids[w], NULL);
@@ -210,6 +212,53 @@ static int check_result(const gemm_args *g, const float *A, int64_t lda, const f
 
 /* ---- the command ---- */
 
+/* The matrices of the problem: every matrix of the batch of each operand,
+ * and C as it was before the calls (C0). */
+typedef struct matrices {
+    float *A, *B, *C, *C0;
+} matrices;
+
+/* One call on the problem, as the library is called for it. */
+static tessel_status call_gemm(tessel_ctx *ctx, const gemm_args *g, const cli_operands *o,
+                               const matrices *x)
+{
+    return tessel_sgemm_strided_batched(ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K,
+                                        g->alpha, x->A, o->lda, o->stride_a, x->B, o->ldb,
+                                        o->stride_b, g->beta, x->C, o->ldc, o->stride_c,
+                                        g->p.batch);
+}
+
+/* --check: one more call from C as it was (the timed calls overwrote it,
+ * and with beta != 0 each one fed on the last), every matrix of the batch
+ * against the reference; prints the verdict. */
+static int check_call(tessel_ctx *ctx, const gemm_args *g, const cli_operands *o,
+                      const matrices *x)
+{
+    int64_t c_floats = g->p.batch * o->stride_c;
+    memcpy(x->C, x->C0, (size_t)c_floats * sizeof(float));
+    tessel_status s = call_gemm(ctx, g, o, x);
+    if (s != TESSEL_OK)
+        return cli_library_error(s);
+    double err = 0.0, bound = 0.0;
+    int64_t over = 0;
+    for (int64_t i = 0; i < g->p.batch; i++)
+        if (check_matrix(g, o, x->A + i * o->stride_a, x->B + i * o->stride_b,
+                         x->C0 + i * o->stride_c, x->C + i * o->stride_c, &err, &bound,
+                         &over) != 0) {
+            fprintf(stderr, "tessel gemm: cannot allocate the reference for --check\n");
+            return CLI_FAIL;
+        }
+    /* --csv keeps stdout to its one line; a failure still says why. */
+    if (over == 0 && !g->csv)
+        printf("check    max abs error %.3g, bound %.3g: ok\n", err, bound);
+    else if (over > 0)
+        fprintf(g->csv ? stderr : stdout,
+                "check    max abs error %.3g, bound %.3g: FAILED, %lld of %lld "
+                "elements beyond their bound\n",
+                err, bound, (long long)over, (long long)(g->p.batch * g->p.M * g->p.N));
+    return over == 0 ? CLI_OK : CLI_FAIL;
+}
+
 int cmd_gemm(int argc, char **argv)
 {
     gemm_args g;
@@ -219,46 +268,42 @@ int cmd_gemm(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
 
-    int64_t M = g.p.M, N = g.p.N, K = g.p.K;
-    bool ta = g.p.transa == 'T', tb = g.p.transb == 'T';
-    /* Stored shapes; ld is the stored row length (at least 1, as the API
-     * asks of empty matrices too). */
-    int64_t a_rows = ta ? K : M, a_cols = ta ? M : K;
-    int64_t b_rows = tb ? N : K, b_cols = tb ? K : N;
-    int64_t lda = a_cols > 1 ? a_cols : 1, ldb = b_cols > 1 ? b_cols : 1, ldc = N > 1 ? N : 1;
+    int64_t M = g.p.M, N = g.p.N, K = g.p.K, batch = g.p.batch;
+    cli_operands o = cli_describe_operands(&g.p);
 
     tessel_ctx *ctx = NULL;
     rc = cli_context(&ctx, g.p.threads, g.csv);
     if (rc != CLI_OK)
         return rc;
 
-    float *A = cli_alloc_matrix(a_rows, a_cols), *B = cli_alloc_matrix(b_rows, b_cols);
-    float *C = cli_alloc_matrix(M, N), *C0 = cli_alloc_matrix(M, N);
+    /* Strides, not rows x columns: an empty matrix still has its ld. */
+    int64_t c_floats = batch * o.stride_c;
+    matrices x = {cli_alloc_matrix(batch, o.stride_a), cli_alloc_matrix(batch, o.stride_b),
+                  cli_alloc_matrix(batch, o.stride_c), cli_alloc_matrix(batch, o.stride_c)};
     double *times = NULL;
-    if (!A || !B || !C || !C0) {
-        fprintf(stderr, "tessel gemm: cannot allocate the matrices for %lld x %lld x %lld\n",
-                (long long)M, (long long)N, (long long)K);
+    if (!x.A || !x.B || !x.C || !x.C0) {
+        fprintf(stderr, "tessel gemm: cannot allocate the matrices for %lld x (%lld x %lld x %lld)\n",
+                (long long)batch, (long long)M, (long long)N, (long long)K);
         rc = CLI_FAIL;
         goto done;
     }
-    cli_fill_random(A, a_rows * a_cols, 1);
-    cli_fill_random(B, b_rows * b_cols, 2);
+    cli_fill_random(x.A, batch * o.stride_a, 1);
+    cli_fill_random(x.B, batch * o.stride_b, 2);
     /* With beta 0 the API promises never to read C: start it as NaN so a
      * --check catches a call that does. */
     if (g.beta != 0.0f)
-        cli_fill_random(C0, M * N, 3);
+        cli_fill_random(x.C0, c_floats, 3);
     else
-        for (int64_t i = 0; i < M * N; i++)
-            C0[i] = NAN;
-    memcpy(C, C0, (size_t)(M * N) * sizeof(float));
+        for (int64_t i = 0; i < c_floats; i++)
+            x.C0[i] = NAN;
+    memcpy(x.C, x.C0, (size_t)c_floats * sizeof(float));
 
     /* The warm-up plans the shape and fills the library's buffer cache;
      * the next call, timed, tells how many fit in the target time. */
-    tessel_status s = tessel_sgemm(ctx, g.p.transa, g.p.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C, ldc);
+    tessel_status s = call_gemm(ctx, &g, &o, &x);
     double t0 = cli_now();
     if (s == TESSEL_OK)
-        s = tessel_sgemm(ctx, g.p.transa, g.p.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,
-                         ldc);
+        s = call_gemm(ctx, &g, &o, &x);
     double first = cli_now() - t0;
     if (s != TESSEL_OK) {
         rc = cli_library_error(s);
@@ -278,8 +323,7 @@ int cmd_gemm(int argc, char **argv)
     times[0] = first;
     for (int r = 1; r < repeat && s == TESSEL_OK; r++) {
         t0 = cli_now();
-        s = tessel_sgemm(ctx, g.p.transa, g.p.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,
-                         ldc);
+        s = call_gemm(ctx, &g, &o, &x);
         times[r] = cli_now() - t0;
     }
     if (s != TESSEL_OK) {
@@ -288,66 +332,40 @@ int cmd_gemm(int argc, char **argv)
     }
     double median = cli_median(times, (int)repeat);
 
-    /* The peak of the threads the plan runs on, not of the context: a
+    /* The peak of the threads the call runs on, not of the context: a
      * small shape that uses one thread of eight is not at 1/8 of peak. */
-    gemm_plan plan;
-    gemm_shape shape = {.M = M, .N = N, .K = K, .transa = ta, .transb = tb};
-    plan_gemm(api_ctx_model(ctx), &shape, tessel_ctx_threads(ctx), &plan);
-    int used = plan.threads;
-    double flops = 2.0 * (double)M * (double)N * (double)K;
+    cli_call_plan cp;
+    cli_plan_call(ctx, &g.p, NULL, &cp);
+    int used = cp.direct ? 1 : cp.run.tasks;
+    double flops = 2.0 * (double)M * (double)N * (double)K * (double)batch;
     double gflops = median > 0 ? flops / median * 1e-9 : 0.0;
     double peak = hw_default_profile()->fma_peak_gflops * used;
     double pct = peak > 0 ? 100.0 * gflops / peak : 0.0;
 
     if (g.csv) {
-        printf("%lld,%lld,%lld,%c%c,%d,%.9f,%.3f,%.2f\n", (long long)M, (long long)N,
-               (long long)K, g.p.transa, g.p.transb, used, median, gflops, pct);
+        printf("%lld,%lld,%lld,%c%c,%d,%.9f,%.3f,%.2f,%lld\n", (long long)M, (long long)N,
+               (long long)K, g.p.transa, g.p.transb, used, median, gflops, pct,
+               (long long)batch);
     } else {
-        printf("gemm     M %lld, N %lld, K %lld, trans %c%c, alpha %g, beta %g\n",
-               (long long)M, (long long)N, (long long)K, g.p.transa, g.p.transb, (double)g.alpha,
+        printf("gemm     M %lld, N %lld, K %lld, trans %c%c, alpha %g, beta %g", (long long)M,
+               (long long)N, (long long)K, g.p.transa, g.p.transb, (double)g.alpha,
                (double)g.beta);
-        printf("threads  %d used of %d\n", used, tessel_ctx_threads(ctx));
+        if (batch > 1)
+            printf(", batch %lld (strided)", (long long)batch);
+        printf("\nthreads  %d used of %d\n", used, tessel_ctx_threads(ctx));
         printf("median   %.3f us of %d timed calls\n", median * 1e6, repeat);
         printf("rate     %.2f GFLOP/s, %.1f%% of peak (%.1f GFLOP/s = %.1f x %d)\n", gflops,
                pct, peak, hw_default_profile()->fma_peak_gflops, used);
     }
-
-    if (g.check) {
-        /* A fresh call from the saved C: the timed calls overwrote C, and
-         * with beta != 0 each one fed on the last. */
-        memcpy(C, C0, (size_t)(M * N) * sizeof(float));
-        s = tessel_sgemm(ctx, g.p.transa, g.p.transb, M, N, K, g.alpha, A, lda, B, ldb, g.beta, C,
-                         ldc);
-        if (s != TESSEL_OK) {
-            rc = cli_library_error(s);
-            goto done;
-        }
-        double err, bound;
-        int64_t over;
-        if (check_result(&g, A, lda, B, ldb, C0, C, &err, &bound, &over) != 0) {
-            fprintf(stderr, "tessel gemm: cannot allocate the reference for --check\n");
-            rc = CLI_FAIL;
-            goto done;
-        }
-        bool pass = over == 0;
-        /* --csv keeps stdout to its one line; a failure still says why. */
-        FILE *out = g.csv ? stderr : stdout;
-        if (pass && !g.csv)
-            fprintf(out, "check    max abs error %.3g, bound %.3g: ok\n", err, bound);
-        else if (!pass)
-            fprintf(out, "check    max abs error %.3g, bound %.3g: FAILED, %lld of %lld "
-                    "elements beyond their bound\n", err, bound, (long long)over,
-                    (long long)(M * N));
-        if (!pass)
-            rc = CLI_FAIL;
-    }
+    if (g.check)
+        rc = check_call(ctx, &g, &o, &x);
 
 done:
     free(times);
-    free(A);
-    free(B);
-    free(C);
-    free(C0);
+    free(x.A);
+    free(x.B);
+    free(x.C);
+    free(x.C0);
     tessel_ctx_destroy(ctx);
     if (fflush(stdout) != 0)
         rc = CLI_FAIL;

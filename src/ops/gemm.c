@@ -613,6 +613,27 @@ static bool batch_prefetches_next(const op_env *env, const gemm_call *call, int6
            (double)batch * (double)matrix_bytes > from;
 }
 
+void op_gemm_schedule(const op_env *env, const gemm_call *call, const gemm_plan *plan,
+                      int64_t batch, op_schedule *run)
+{
+    /* A one-thread plan for a batch: whole matrices per thread instead,
+     * unless the batch is over before a woken thread would join in. */
+    gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K};
+    bool whole = env->threads > 1 && batch > 1 && plan->threads == 1 &&
+                 plan_threads_pay(env->model, &shape, batch);
+    int tasks = whole ? (int)min64(env->threads, batch) : plan->threads;
+    bool by_matrix = tasks == 1 || whole; /* a task runs whole matrices */
+    run->tasks = tasks;
+    run->whole_matrices = whole;
+    run->group_matrices = whole ? batch_group_matrices(batch, tasks) : 0;
+    run->rounds = whole ? (batch + tasks - 1) / tasks : batch;
+    run->one_at_a_time = plan->split == 'K' && batch > 1;
+    run->shared_b = !whole && tasks > 1 && plan->split == 'M' && !plan->dot;
+    run->prefetch_next = by_matrix && batch_prefetches_next(env, call, batch, plan);
+    run->in_place = by_matrix && plan->threads == 1 && !plan->dot && !plan->row &&
+                    !run->prefetch_next && gemm_runs_in_place(call, plan, 0, call->N);
+}
+
 void op_gemm_key(const op_env *env, const gemm_call *call, int64_t batch, gemm_shape *shape,
                  int *threads)
 {
@@ -680,20 +701,14 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
         return TESSEL_OK;
     }
 
-    /* A one-thread plan for a batch: whole matrices per thread instead,
-     * unless the batch is over before a woken thread would join in. */
-    gemm_shape shape = {.M = call->M, .N = call->N, .K = call->K};
-    job.split_batch = env->threads > 1 && batch > 1 && plan->threads == 1 &&
-                      plan_threads_pay(env->model, &shape, batch);
-    int ntasks = job.split_batch ? (int)min64(env->threads, batch) : plan->threads;
+    op_schedule run;
+    op_gemm_schedule(env, call, plan, batch, &run);
+    int ntasks = run.tasks;
+    job.split_batch = run.whole_matrices;
     job.batch_tasks = ntasks;
-
-    job.shared_b = !job.split_batch && ntasks > 1 && plan->split == 'M' && !plan->dot;
-    job.prefetch_next =
-        (ntasks == 1 || job.split_batch) && batch_prefetches_next(env, call, batch, plan);
-    job.matrices_in_place = (ntasks == 1 || job.split_batch) && plan->threads == 1 &&
-                            !plan->dot && !plan->row && !job.prefetch_next &&
-                            gemm_runs_in_place(call, plan, 0, call->N);
+    job.shared_b = run.shared_b;
+    job.prefetch_next = run.prefetch_next;
+    job.matrices_in_place = run.in_place;
     if (job.matrices_in_place)
         gemm_in_place_fns(plan, job.in_place_fns);
 
@@ -761,8 +776,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
          * up to the next cache line. */
         size_t at = (float_bytes + progress_bytes + tile_bytes + 63) / 64 * 64;
         job.groups = (share_groups *)(scratch + at);
-        job.group_units = job.split_batch ? batch_group_matrices(batch, ntasks)
-                                          : group_units(plan, call);
+        job.group_units = job.split_batch ? run.group_matrices : group_units(plan, call);
         for (int t = 0; t < ntasks; t++) {
             int64_t units = job.split_batch ? batch_share_start(&job, t + 1) -
                                                   batch_share_start(&job, t)

@@ -74,6 +74,22 @@ void op_plan_sgemm(const op_env *env, const gemm_call *call, int64_t batch, gemm
 tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm_plan *plan,
                             int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c);
 
+/* How op_sgemm_plan runs `batch` matrices (1: one) on a plan, decided
+ * from the call, the plan and the context alone: what `tessel explain`
+ * shows. plan_batch_seconds(..., rounds, tasks) predicts the call. */
+typedef struct op_schedule {
+    int tasks;              /* tasks on the pool (1: the calling thread alone) */
+    bool whole_matrices;    /* the tasks share out whole matrices of the batch */
+    int64_t group_matrices; /* whole_matrices: taken this many at a time */
+    int64_t rounds;         /* matrices the busiest task runs one after another */
+    bool one_at_a_time;     /* a split along K: a batch runs matrix by matrix */
+    bool shared_b;          /* a split along M: one B block shared by the tasks */
+    bool prefetch_next;     /* matrix i + 1's operands asked for while i runs */
+    bool in_place;          /* whole matrices by ukernels looked up once a batch */
+} op_schedule;
+void op_gemm_schedule(const op_env *env, const gemm_call *call, const gemm_plan *plan,
+                      int64_t batch, op_schedule *run);
+
 /* GEMMs of a few multiply-adds in all (gemm_direct.c): whether a call is
  * one (B not pre-packed, no epilogue), and running it by the plain loop,
  * no plan needed. */

@@ -156,6 +156,19 @@ void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_pla
     f[COST_PACK] = copied / (cm->pack_gbs * 1e9);
 }
 
+double plan_batch_seconds(const plan_model *m, const gemm_shape *s, const gemm_plan *p,
+                          int64_t rounds, int tasks)
+{
+    double f[COST_NFEATURES];
+    plan_cost_features(m, s, p, f);
+    const double *coef = m->cost.coef;
+    double fixed = coef[COST_FIXED] * f[COST_FIXED];
+    double plan_wake = coef[COST_THREADS] * f[COST_THREADS];
+    /* a microsecond a thread woken, as the feature counts p's */
+    double wake = coef[COST_THREADS] * (tasks > 1 ? tasks - 1 : 0) * 1e-6;
+    return (double)rounds * (p->predicted_seconds - fixed - plan_wake) + fixed + wake;
+}
+
 /* ---- the stored text ---- */
 
 /* Appends to buf at *at; false once the text no longer fits. */

@@ -320,6 +320,13 @@ int plan_choice_parse(const char *text, plan_choice *c);
 void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_plan *p,
                         double *features);
 
+/* The predicted time of a call that runs `rounds` matrices of plan p one
+ * after another on each of `tasks` tasks (a batch; 1 and p->threads give
+ * p->predicted_seconds): the call's own costs (the fixed term, waking the
+ * tasks' threads) counted once, the rest of p's for every matrix in turn. */
+double plan_batch_seconds(const plan_model *m, const gemm_shape *s, const gemm_plan *p,
+                          int64_t rounds, int tasks);
+
 /* Row offset and height of row tile `tile` (0 <= tile < p->ntiles). */
 void plan_tile_rows(const gemm_plan *p, int64_t tile, int64_t *row, int *mr);
 
