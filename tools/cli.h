@@ -64,7 +64,7 @@ int cli_parse_float(const char *text, float *out);
 int cli_take_value(int argc, char **argv, int *i, const char *name, const char **value);
 
 /* The problem `tessel gemm` and `tessel explain` both take: the sizes M N K
- * (positional, in that order), --trans XY, --threads T and --batch B. */
+ * (positional, in that order), --trans XY, --threads T and --batch COUNT. */
 typedef struct cli_problem {
     int64_t M, N, K;
     char transa, transb;  /* 'N' or 'T' */

@@ -22,8 +22,8 @@
 #include "explain.h"
 
 static const char usage[] =
-    "tessel explain gemm M N K [--trans NT] [--threads T] [--batch B] [--packed] [--svg FILE]\n"
-    "                          [--no-measure]";
+    "tessel explain gemm M N K [--trans NT] [--threads T] [--batch COUNT] [--packed]\n"
+    "                          [--svg FILE] [--no-measure]";
 
 static void print_help(void)
 {
@@ -37,7 +37,7 @@ static void print_help(void)
            "  --trans XY     op(A), op(B): N (as stored) or T (transposed); default NN\n"
            "  --threads T    threads of the context; 0 (default) = TESSEL_NUM_THREADS\n"
            "                 or every core this process may run on\n"
-           "  --batch B      B matrices of each operand, one after another: the\n"
+           "  --batch COUNT  COUNT matrices of each operand, one after another: the\n"
            "                 strided batched call, how its matrices are shared out\n"
            "                 among the threads, and the plan each runs by\n"
            "  --packed       the pre-packed call: B packed once (tessel_sgemm_pack_b),\n"

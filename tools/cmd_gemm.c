@@ -1,6 +1,6 @@
 /*
- * cmd_gemm.c - `tessel gemm M N K`: times tessel_sgemm (with --batch B,
- * tessel_sgemm_strided_batched on B matrices of each operand) on one shape
+ * cmd_gemm.c - `tessel gemm M N K`: times tessel_sgemm (with --batch COUNT,
+ * tessel_sgemm_strided_batched on COUNT matrices of each operand) on one shape
  * with seeded random row-major matrices and reports the median time,
  * GFLOP/s and the fraction of the FMA peak of the threads the call
  * actually used; with --check it compares one more call against ref_sgemm
@@ -18,7 +18,7 @@
 #include "ref/ref.h"
 
 static const char usage[] =
-    "tessel gemm M N K [--trans NT] [--threads T] [--batch B] [--repeat R] [--alpha A] "
+    "tessel gemm M N K [--trans NT] [--threads T] [--batch COUNT] [--repeat R] [--alpha A] "
     "[--beta B] [--check] [--csv]";
 
 static void print_help(void)
@@ -30,18 +30,18 @@ static void print_help(void)
            "  --trans XY    op(A), op(B): N (as stored) or T (transposed); default NN\n"
            "  --threads T   threads of the context; 0 (default) = TESSEL_NUM_THREADS\n"
            "                or every core this process may run on\n"
-           "  --batch B     B matrices of each operand, one after another: one\n"
+           "  --batch COUNT COUNT matrices of each operand, one after another: one\n"
            "                tessel_sgemm_strided_batched call (default 1)\n"
            "  --repeat R    timed calls (default: enough for ~%.1f s, at least %d)\n"
            "  --alpha A     default 1\n"
            "  --beta B      default 0 (C then starts as NaN: it must not be read)\n"
-           "  --check       compare with ref_sgemm (every matrix of a batch); exit 1\n"
-           "                if any element's error\n"
-           "                exceeds 2 (K + 2) 2^-24 (|alpha| |A||B| + |beta| |C|)\n"
+           "  --check       compare every matrix with ref_sgemm; exit 1 if any\n"
+           "                element's error exceeds\n"
+           "                2 (K + 2) 2^-24 (|alpha| |A||B| + |beta| |C|)\n"
            "                (shown: the max abs error and the largest bound)\n"
            "  --csv         print one line:\n"
            "                M,N,K,trans,threads,seconds,gflops,pct_peak,batch\n\n"
-           "Prints the median time of a call, GFLOP/s (2MNK B / t) and %% of peak,\n"
+           "Prints the median time of a call, GFLOP/s (2MNK COUNT / t) and %% of peak,\n"
            "where peak is the quick-measured FMA peak per core times the threads the\n"
            "call used.\n",
            usage, CLI_TIMED_SECONDS, CLI_MIN_REPEAT);
