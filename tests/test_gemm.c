@@ -576,6 +576,21 @@ static void batched_cases(void)
             gemm_case_batch(&gc, long_batches[bi], test_rng_range(&r, 0, 5));
             run_on(contexts[c], &gc);
         }
+    /* Batches of one-row matrices, the decoder's attention at one token
+     * (row and dot plans, each matrix straight to its form in run_matrix):
+     * every transpose, K from 1 to past a vector's multiple, N from 1 to
+     * past a block of the row form, on every context. */
+    static const int64_t one_row_n[] = {1, 17, 64, 100}, one_row_k[] = {1, 5, 64, 300};
+    for (int c = 0; c < N_CTX; c++)
+        for (int ni = 0; ni < 4; ni++)
+            for (int ki = 0; ki < 4; ki++) {
+                int t = (c + ni + ki) % 4;
+                gemm_case gc = gemm_case_tight(trans[t][0], trans[t][1], 1, one_row_n[ni],
+                                               one_row_k[ki], random_alpha(&r), random_beta(&r));
+                gc.nan_c = gc.beta == 0.0f;
+                gemm_case_batch(&gc, (ni + ki) % 2 ? 12 : 3, test_rng_range(&r, 0, 5));
+                run_on(contexts[c], &gc);
+            }
     /* Batches that outgrow half the last cache, of matrices large enough
      * that a task running them one after another asks for the next one's
      * operands, and at K = 64 its C, meanwhile (ops/gemm.c,
