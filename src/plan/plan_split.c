@@ -197,14 +197,25 @@ static double peak_flops(const plan_model *m)
  * took 16-23 us on one thread, 3.6 of them flops). Time on 1 thread, 2
  * threads: 12 x (5x64x5) 1.0 us, 3.1 us; 12 x (1x64x1) 0.6, 2.4; 12 x
  * (24x64x24) 8.6, 8.1-8.9; 192 x (5x64x5) 16-23, 13-15; one 64^3 4.0,
- * 4.5; one 127^3 28-30, 27. */
+ * 4.5; one 127^3 28-30, 27.
+ * A matrix of one row (or a few) reads each element of B for one FMA:
+ * its operands read from the L2 take longer than its flops at the peak,
+ * and that is its time. Counted by flops alone, a decoder's attention at
+ * one token and small matrix-vector products stayed on one thread; by
+ * what they read, 2 threads against 1 (Zen 4, separate processes
+ * alternating, three each): 12 x (1x64x128) 0.64-0.75 of the time, 12 x
+ * (1x128x64) B^T 0.71-0.73, one 1x512x256 0.67-0.78, one 1x256x512 and
+ * 1x1024x128 0.59-0.69; no shape of bench/shapes/ changes side. */
 static const double THREADS_MIN_SECONDS = 4e-6;
 static const double SECONDS_PER_MATRIX = 0.1e-6;
 
 bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch)
 {
-    double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
-    return (double)batch * (flops / peak_flops(m) + SECONDS_PER_MATRIX) >= THREADS_MIN_SECONDS;
+    double M = (double)s->M, N = (double)s->N, K = (double)s->K;
+    double compute = 2.0 * M * N * K / peak_flops(m);
+    double read = (M * K + K * N + M * N) * sizeof(float) / (m->cost.gbs[HW_LEVEL_L2] * 1e9);
+    double matrix = compute > read ? compute : read;
+    return (double)batch * (matrix + SECONDS_PER_MATRIX) >= THREADS_MIN_SECONDS;
 }
 
 /* Both splits are tried and the one predicted to end first kept, unless
