@@ -3,7 +3,7 @@
  * on one tile: packed and strided A, full and edge tiles, k from 0 up, and
  * the three C updates (beta 0 over NaN, beta 1, general); every
  * dot-product member for B^T read in place. Also the packing routines'
- * layouts and zero fill.
+ * layouts and zero fill, and each ISA class's epilogue.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -352,6 +352,55 @@ static void copying_rows(hw_isa isa)
     CHECK(failures == 0, "%s row copies: %d wrong", hw_isa_name(isa), failures);
 }
 
+/* The epilogue of an ISA class against ref_epilogue: rows from 0 to past
+ * two vectors wide (the whole vectors and the tail through the stack),
+ * rows apart by more than their width (the gap untouched), with and
+ * without bias, every activation, values across GELU's bend and past the
+ * exp's clamp. Bound: the approximations' rounding, 8 * 2^-24 (|x + bias|
+ * + |y|), as test_packed.c allows. */
+static void epilogues(hw_isa isa)
+{
+    test_rng rng = {0xe9110};
+    const int vec = ukernel_vec_floats(isa);
+    int fails = 0, cases = 0;
+    for (int act = TESSEL_ACT_NONE; act <= TESSEL_ACT_GELU_ERF; act++)
+        for (int n = 0; n <= 2 * vec + 3; n++)
+            for (int with_bias = 0; with_bias < 2; with_bias++) {
+                enum { M = 3, GAP = 2 };
+                int64_t ldc = n + GAP;
+                float c[M * (2 * 16 + 3 + GAP)], want[M * (2 * 16 + 3 + GAP)], bias[2 * 16 + 3];
+                for (int64_t e = 0; e < M * ldc; e++) {
+                    /* mostly in [-4, 4), now and then far out (|x| up to 200) */
+                    float scale = test_rng_range(&rng, 0, 9) == 0 ? 200.0f : 4.0f;
+                    c[e] = want[e] = scale * test_rng_float(&rng);
+                }
+                for (int j = 0; j < n; j++)
+                    bias[j] = test_rng_float(&rng);
+                const float *b = with_bias ? bias : NULL;
+                ukernel_epilogue(isa, c, ldc, M, n, b, (tessel_activation)act);
+                float pre[M * (2 * 16 + 3 + GAP)];
+                memcpy(pre, want, sizeof pre);
+                ref_epilogue(M, n, want, ldc, b, (tessel_activation)act);
+                bool ok = true;
+                for (int i = 0; i < M; i++)
+                    for (int64_t j = 0; j < ldc; j++) {
+                        int64_t e = i * ldc + j;
+                        if (j >= n) { /* the gap is not C's */
+                            ok = ok && c[e] == pre[e];
+                            continue;
+                        }
+                        double x = (double)pre[e] + (b ? b[j] : 0.0f);
+                        double tol = 8.0 * ldexp(1.0, -24) * (fabs(x) + fabs((double)want[e]));
+                        ok = ok && fabs((double)c[e] - want[e]) <= tol;
+                    }
+                cases++;
+                if (!ok && fails++ < 3)
+                    CHECK(false, "%s epilogue: activation %d, n %d, bias %d", hw_isa_name(isa),
+                          act, n, with_bias);
+            }
+    CHECK(fails == 0, "%s epilogues: %d of %d cases wrong", hw_isa_name(isa), fails, cases);
+}
+
 void suite_kernels(void)
 {
     for (int isa = 0; isa < HW_ISA_COUNT; isa++)
@@ -360,6 +409,7 @@ void suite_kernels(void)
             transposing((hw_isa)isa);
             copying_rows((hw_isa)isa);
             row_forms((hw_isa)isa);
+            epilogues((hw_isa)isa);
         }
     every_kernel();
     every_dot_kernel();

@@ -8,7 +8,7 @@
  * Bound: the GEMM bound of test_gemm.c on the pre-activation value x,
  * times the activation's largest slope (1 for ReLU, 1.13 for GELU), plus
  * the activation's own rounding, at most 8 * 2^-24 (|x + bias| + |y|) (the fast
- * tanh/erf of kernels/epilogue.c measure under 2 * 2^-24 there).
+ * tanh/erf of kernels/epilogue_template.h measure under 2 * 2^-24 there).
  */
 #include <math.h>
 #include <stdio.h>

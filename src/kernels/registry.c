@@ -13,6 +13,7 @@ extern const int ukernel_table_generic_count, ukernel_dot_table_generic_count;
 extern const ukernel_packers ukernel_packers_generic;
 extern const ukernel_fn ukernel_row_generic[UK_ROW_FORM_COUNT];
 extern const int ukernel_row_vecs_generic;
+extern const ukernel_epilogue_fn ukernel_epilogue_generic;
 #if defined(__x86_64__)
 extern const ukernel_entry ukernel_table_avx2[], ukernel_dot_table_avx2[];
 extern const int ukernel_table_avx2_count, ukernel_dot_table_avx2_count;
@@ -24,6 +25,7 @@ extern const int ukernel_table_avx512_count, ukernel_dot_table_avx512_count;
 extern const ukernel_packers ukernel_packers_avx512;
 extern const ukernel_fn ukernel_row_avx512[UK_ROW_FORM_COUNT];
 extern const int ukernel_row_vecs_avx512;
+extern const ukernel_epilogue_fn ukernel_epilogue_avx2, ukernel_epilogue_avx512;
 #endif
 
 static const ukernel_entry *index_table[HW_ISA_COUNT][UK_MAX_NV + 1][UK_MAX_MR + 1];
@@ -83,6 +85,18 @@ ukernel_fn ukernel_row_lookup(hw_isa isa, ukernel_row_form form)
     case HW_ISA_AVX2: return ukernel_row_avx2[form];
 #endif
     default: return ukernel_row_generic[form];
+    }
+}
+
+void ukernel_epilogue(hw_isa isa, float *c, int64_t ldc, int m, int n, const float *bias,
+                      tessel_activation activation)
+{
+    switch (isa) {
+#if defined(__x86_64__)
+    case HW_ISA_AVX512: ukernel_epilogue_avx512(c, ldc, m, n, bias, activation); return;
+    case HW_ISA_AVX2: ukernel_epilogue_avx2(c, ldc, m, n, bias, activation); return;
+#endif
+    default: ukernel_epilogue_generic(c, ldc, m, n, bias, activation); return;
     }
 }
 

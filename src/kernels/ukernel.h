@@ -174,8 +174,11 @@ void ukernel_pack_a(hw_isa isa, int mr, int64_t k, const float *src, int64_t rs,
 void ukernel_pack_b(hw_isa isa, int nr, int n, int64_t k, const float *src, int64_t rs,
                     int64_t cs, float *dst);
 
-/* Adds bias[0..n) to each of m rows of C and applies the activation. */
-void ukernel_epilogue(float *c, int64_t ldc, int m, int n, const float *bias,
+/* Adds bias[0..n) to each of m rows of C and applies the activation,
+ * vectorised for the ISA class (epilogue_template.h). */
+typedef void (*ukernel_epilogue_fn)(float *c, int64_t ldc, int m, int n, const float *bias,
+                                    tessel_activation activation);
+void ukernel_epilogue(hw_isa isa, float *c, int64_t ldc, int m, int n, const float *bias,
                       tessel_activation activation);
 
 #endif /* TESSEL_UKERNEL_H */

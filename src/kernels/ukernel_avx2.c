@@ -8,6 +8,7 @@
 #define UK_ROW_VECS UK_ROW_VECS_16REG
 #define UK_ROW_RESTS UK_ROW_RESTS_16REG
 #include "kernels/ukernel_template.h"
+#include "kernels/epilogue_template.h"
 
 UK_SIZES_16REG(UK_MEMBER)
 
@@ -23,3 +24,4 @@ const int ukernel_dot_table_avx2_count =
 const ukernel_packers ukernel_packers_avx2 = UK_PACKERS;
 const ukernel_fn ukernel_row_avx2[UK_ROW_FORM_COUNT] = UK_ROW_FORMS;
 const int ukernel_row_vecs_avx2 = UK_ROW_VECS;
+const ukernel_epilogue_fn ukernel_epilogue_avx2 = uk_epilogue;

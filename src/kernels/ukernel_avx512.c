@@ -8,6 +8,7 @@
 #define UK_ROW_VECS UK_ROW_VECS_32REG
 #define UK_ROW_RESTS UK_ROW_RESTS_32REG
 #include "kernels/ukernel_template.h"
+#include "kernels/epilogue_template.h"
 
 UK_SIZES_32REG(UK_MEMBER)
 
@@ -23,3 +24,4 @@ const int ukernel_dot_table_avx512_count =
 const ukernel_packers ukernel_packers_avx512 = UK_PACKERS;
 const ukernel_fn ukernel_row_avx512[UK_ROW_FORM_COUNT] = UK_ROW_FORMS;
 const int ukernel_row_vecs_avx512 = UK_ROW_VECS;
+const ukernel_epilogue_fn ukernel_epilogue_avx512 = uk_epilogue;

@@ -31,6 +31,7 @@
 #endif
 
 #include "kernels/ukernel_template.h"
+#include "kernels/epilogue_template.h"
 
 UK_SIZES_GENERIC(UK_MEMBER)
 
@@ -46,3 +47,4 @@ const int ukernel_dot_table_generic_count =
 const ukernel_packers ukernel_packers_generic = UK_PACKERS;
 const ukernel_fn ukernel_row_generic[UK_ROW_FORM_COUNT] = UK_ROW_FORMS;
 const int ukernel_row_vecs_generic = UK_ROW_VECS;
+const ukernel_epilogue_fn ukernel_epilogue_generic = uk_epilogue;

@@ -264,7 +264,7 @@ static void run_row_panels_share(const gemm_call *c, const gemm_plan *p, int64_t
         }
     }
     if (c->epilogue)
-        ukernel_epilogue(c->C + n0, c->ldc, (int)c->M, (int)(n1 - n0),
+        ukernel_epilogue(p->isa, c->C + n0, c->ldc, (int)c->M, (int)(n1 - n0),
                          c->epilogue->bias ? c->epilogue->bias + n0 : NULL,
                          c->epilogue->activation);
 }
@@ -478,8 +478,8 @@ static void sum_partials(const gemm_job *job)
         }
     }
     if (c->epilogue)
-        ukernel_epilogue(c->C, c->ldc, (int)c->M, (int)c->N, c->epilogue->bias,
-                         c->epilogue->activation);
+        ukernel_epilogue(job->plan->isa, c->C, c->ldc, (int)c->M, (int)c->N,
+                         c->epilogue->bias, c->epilogue->activation);
 }
 
 /* Matrix i of the batch, run whole by one task, which asks for matrix
@@ -696,7 +696,7 @@ tessel_status op_sgemm_plan(const op_env *env, const gemm_call *call, const gemm
             gemm_call c = batch_entry(&job, i);
             scale_c(&c);
             if (c.epilogue)
-                ukernel_epilogue(c.C, c.ldc, (int)c.M, (int)c.N, c.epilogue->bias,
+                ukernel_epilogue(plan->isa, c.C, c.ldc, (int)c.M, (int)c.N, c.epilogue->bias,
                                  c.epilogue->activation);
         }
         return TESSEL_OK;

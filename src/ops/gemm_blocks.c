@@ -305,8 +305,8 @@ void gemm_run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk, i
             atomic_store_explicit(panels_ready, (int)jr + 1, memory_order_release);
         /* The tile is final and still in L1: finish it. */
         if (epi)
-            ukernel_epilogue(args.c, c->ldc, mr, args.n, epi->bias ? epi->bias + col : NULL,
-                             epi->activation);
+            ukernel_epilogue(p->isa, args.c, c->ldc, mr, args.n,
+                             epi->bias ? epi->bias + col : NULL, epi->activation);
     }
 }
 
