@@ -41,6 +41,11 @@ expect 0 '^5,7,9,TT,' "$TESSEL" gemm 5 7 9 --trans TT --alpha 0.5 --beta 2 --che
 expect 0 '^17,17,64,NT,[12],.*,12$' "$TESSEL" gemm 17 17 64 --trans NT --batch 12 --threads 2 \
     --check --csv --repeat 3
 expect 0 '^check .*: ok' "$TESSEL" gemm 6 5 7 --trans TN --batch 5 --beta 0.5 --check --repeat 3
+# The pre-packed call and its epilogue, checked against ref_epilogue.
+expect 0 '^pack .*once' "$TESSEL" gemm 17 96 40 --packed --check --repeat 3
+expect 0 '^check .*: ok' "$TESSEL" gemm 9 70 33 --bias --act gelu-tanh --check --repeat 3
+expect 0 '^check .*: ok' "$TESSEL" gemm 5 40 20 --trans TN --act gelu-erf --beta 0.5 --check \
+    --repeat 3
 expect 0 '^tessellation' "$TESSEL" explain gemm 100 70 33 --threads 2 --no-measure
 expect 0 '^ *whole matrices per thread: 2 threads' "$TESSEL" explain gemm 43 43 64 --trans NT \
     --batch 24 --threads 2 --no-measure
@@ -58,6 +63,8 @@ expect 2 'usage:' "$TESSEL" explain gemm 4 4
 expect 2 'usage:' "$TESSEL" gemm 4 4 4 --trans XX
 expect 2 'usage:' "$TESSEL" explain conv 4 4 4
 expect 2 'usage:' "$TESSEL" gemm 4 4 4 --batch 0
+expect 2 'usage:' "$TESSEL" gemm 4 4 4 --act tanh
+expect 2 'usage:' "$TESSEL" gemm 4 4 4 --bias --batch 3
 expect 2 'usage:' "$TESSEL" explain gemm 4 4 4 --batch 2 --packed
 
 echo "suite cli          $passed passed, $failed failed"

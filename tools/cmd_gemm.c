@@ -1,11 +1,13 @@
 /*
  * cmd_gemm.c - `tessel gemm M N K`: times tessel_sgemm (with --batch COUNT,
- * tessel_sgemm_strided_batched on COUNT matrices of each operand) on one shape
- * with seeded random row-major matrices and reports the median time,
- * GFLOP/s and the fraction of the FMA peak of the threads the call
- * actually used; with --check it compares one more call against ref_sgemm
- * and fails if the error exceeds the bound the tests use. --csv prints one
- * line for scripts (tools/demo.sh).
+ * tessel_sgemm_strided_batched on COUNT matrices of each operand; with
+ * --packed, tessel_sgemm_packed on B packed once, and with --bias or --act
+ * its fused epilogue) on one shape with seeded random row-major matrices
+ * and reports the median time, GFLOP/s and the fraction of the FMA peak of
+ * the threads the call actually used; with --check it compares one more
+ * call against ref_sgemm (and ref_epilogue) and fails if the error exceeds
+ * the bound the tests use. --csv prints one line for scripts
+ * (tools/demo.sh).
  */
 #include <math.h>
 #include <pthread.h>
@@ -18,8 +20,8 @@
 #include "ref/ref.h"
 
 static const char usage[] =
-    "tessel gemm M N K [--trans NT] [--threads T] [--batch COUNT] [--repeat R] [--alpha A] "
-    "[--beta B] [--check] [--csv]";
+    "tessel gemm M N K [--trans NT] [--threads T] [--batch COUNT | --packed [--bias] "
+    "[--act ACT]] [--repeat R] [--alpha A] [--beta B] [--check] [--csv]";
 
 static void print_help(void)
 {
@@ -32,12 +34,18 @@ static void print_help(void)
            "                or every core this process may run on\n"
            "  --batch COUNT COUNT matrices of each operand, one after another: one\n"
            "                tessel_sgemm_strided_batched call (default 1)\n"
+           "  --packed      B packed once (tessel_sgemm_pack_b, its time shown), then\n"
+           "                tessel_sgemm_packed timed: a layer with constant weights\n"
+           "  --bias        add a seeded random row of N floats as C is stored\n"
+           "  --act ACT     then apply relu, gelu-tanh or gelu-erf (--bias and --act\n"
+           "                are the packed call's epilogue: they imply --packed)\n"
            "  --repeat R    timed calls (default: enough for ~%.1f s, at least %d)\n"
            "  --alpha A     default 1\n"
            "  --beta B      default 0 (C then starts as NaN: it must not be read)\n"
-           "  --check       compare every matrix with ref_sgemm; exit 1 if any\n"
-           "                element's error exceeds\n"
-           "                2 (K + 2) 2^-24 (|alpha| |A||B| + |beta| |C|)\n"
+           "  --check       compare every matrix with ref_sgemm (and ref_epilogue);\n"
+           "                exit 1 if any element's error exceeds\n"
+           "                2 (K + 2) 2^-24 (|alpha| |A||B| + |beta| |C|), times the\n"
+           "                activation's slope plus its rounding (test_packed.c)\n"
            "                (shown: the max abs error and the largest bound)\n"
            "  --csv         print one line:\n"
            "                M,N,K,trans,threads,seconds,gflops,pct_peak,batch\n\n"
@@ -48,11 +56,30 @@ static void print_help(void)
 }
 
 typedef struct gemm_args {
-    cli_problem p;    /* sizes, --trans, --threads */
+    cli_problem p;    /* sizes, --trans, --threads, --batch */
     int repeat;       /* 0: choose from the time of one call */
     float alpha, beta;
     bool check, csv;
+    bool packed, bias;             /* --packed; --bias (implies packed) */
+    tessel_activation activation;  /* --act (implies packed) */
 } gemm_args;
+
+static const struct {
+    const char *name;
+    tessel_activation activation;
+} ACTIVATIONS[] = {{"none", TESSEL_ACT_NONE},
+                   {"relu", TESSEL_ACT_RELU},
+                   {"gelu-tanh", TESSEL_ACT_GELU_TANH},
+                   {"gelu-erf", TESSEL_ACT_GELU_ERF}};
+enum { N_ACTIVATIONS = sizeof ACTIVATIONS / sizeof ACTIVATIONS[0] };
+
+static const char *activation_name(tessel_activation act)
+{
+    for (int i = 0; i < N_ACTIVATIONS; i++)
+        if (ACTIVATIONS[i].activation == act)
+            return ACTIVATIONS[i].name;
+    return "?";
+}
 
 /* Fills *a from argv; returns CLI_OK, CLI_USAGE after saying why, or -1
  * after printing the help (not an error). */
@@ -69,6 +96,19 @@ static int parse_args(int argc, char **argv, gemm_args *a)
             a->check = true;
         } else if (strcmp(arg, "--csv") == 0) {
             a->csv = true;
+        } else if (strcmp(arg, "--packed") == 0) {
+            a->packed = true;
+        } else if (strcmp(arg, "--bias") == 0) {
+            a->bias = a->packed = true;
+        } else if ((r = cli_take_value(argc, argv, &i, "--act", &value)) != 0) {
+            int k = 0;
+            while (r > 0 && k < N_ACTIVATIONS && strcmp(value, ACTIVATIONS[k].name) != 0)
+                k++;
+            if (r < 0 || k == N_ACTIVATIONS)
+                return cli_usage_error("gemm", usage,
+                                       "--act takes none, relu, gelu-tanh or gelu-erf");
+            a->activation = ACTIVATIONS[k].activation;
+            a->packed = true;
         } else if ((r = cli_take_value(argc, argv, &i, "--repeat", &value)) != 0) {
             int64_t n;
             if (r < 0 || cli_parse_i64(value, 1, 1 << 30, &n) != 0)
@@ -85,6 +125,9 @@ static int parse_args(int argc, char **argv, gemm_args *a)
                                       : r;
         }
     }
+    if (a->packed && a->p.batch > 1)
+        return cli_usage_error("gemm", usage, "--packed (or --bias, --act) takes one matrix: "
+                                              "the pre-packed call has no batch");
     return cli_problem_complete("gemm", usage, &a->p);
 }
 
@@ -96,6 +139,8 @@ static int parse_args(int argc, char **argv, gemm_args *a)
 typedef struct check_job {
     int64_t M, N, K;
     float alpha, beta;
+    const float *bias;          /* the epilogue's, or NULL */
+    tessel_activation activation;
     const float *opa;   /* M x K */
     const float *opbt;  /* N x K */
     const float *c0;    /* C before the call, M x N */
@@ -105,6 +150,13 @@ typedef struct check_job {
     double max_err, max_bound; /* the largest error, the largest bound */
     int64_t over;              /* elements beyond their own bound */
 } check_job;
+
+/* The largest slope of an activation: how much it can widen an error in
+ * its input (GELU's derivative peaks at 1.13). */
+static double activation_slope(tessel_activation act)
+{
+    return act == TESSEL_ACT_GELU_TANH || act == TESSEL_ACT_GELU_ERF ? 1.13 : 1.0;
+}
 
 static void *check_rows(void *arg)
 {
@@ -117,6 +169,7 @@ static void *check_rows(void *arg)
     j->max_err = 0.0;
     j->max_bound = 0.0;
     j->over = 0;
+    bool epilogue = j->bias || j->activation != TESSEL_ACT_NONE;
     for (int64_t i = j->row0; i < j->row1; i++) {
         const float *a = j->opa + i * K;
         for (int64_t jj = 0; jj < N; jj++) {
@@ -137,7 +190,16 @@ static void *check_rows(void *arg)
              * small element far off is an error even when a large one
              * elsewhere would make the matrix-wide bound loose. */
             double bound = 2.0 * (double)(K + 2) * 0x1p-24 * scale;
-            double err = fabs((double)j->c[i * N + jj] - (double)ref[(i - j->row0) * N + jj]);
+            float *want = &ref[(i - j->row0) * N + jj];
+            if (epilogue) {
+                /* The product's bound through the activation, plus the
+                 * activation's own rounding (test_packed.c). */
+                double pre = (double)*want + (j->bias ? j->bias[jj] : 0.0f);
+                ref_epilogue(1, 1, want, 1, j->bias ? j->bias + jj : NULL, j->activation);
+                bound = activation_slope(j->activation) * bound +
+                        8.0 * 0x1p-24 * (fabs(pre) + fabs((double)*want));
+            }
+            double err = fabs((double)j->c[i * N + jj] - (double)*want);
             /* NaN (C read although beta is 0, or garbage) must fail. */
             if (isnan(err))
                 err = INFINITY;
@@ -163,8 +225,8 @@ static float op_element(const float *x, int64_t ld, char trans, int64_t row, int
  * bound; -1 if memory ran out. Spreads the reference over the machine's
  * cores. */
 static int check_matrix(const gemm_args *g, const cli_operands *o, const float *A,
-                        const float *B, const float *c0, const float *c, double *max_err,
-                        double *max_bound, int64_t *over)
+                        const float *B, const float *bias, const float *c0, const float *c,
+                        double *max_err, double *max_bound, int64_t *over)
 {
     int64_t M = g->p.M, N = g->p.N, K = g->p.K;
     float *opa = cli_alloc_matrix(M, K), *opbt = cli_alloc_matrix(N, K);
@@ -187,8 +249,8 @@ static int check_matrix(const gemm_args *g, const cli_operands *o, const float *
         pthread_t tids[MAX_WORKERS];
         bool started[MAX_WORKERS] = {false};
         for (int w = 0; w < workers; w++) {
-            jobs[w] = (check_job){M, N, K, g->alpha, g->beta, opa, opbt, c0, c, ref,
-                                  M * w / workers, M * (w + 1) / workers, 0, 0, 0};
+            jobs[w] = (check_job){M, N, K, g->alpha, g->beta, bias, g->activation, opa, opbt,
+                                  c0, c, ref, M * w / workers, M * (w + 1) / workers, 0, 0, 0};
             /* Worker 0 is this thread; a thread that fails to start is
              * done here too, only slower. */
             started[w] = w > 0 && pthread_create(&tids[w], NULL, check_rows, &jobs[w]) == 0;
@@ -213,15 +275,25 @@ static int check_matrix(const gemm_args *g, const cli_operands *o, const float *
 /* ---- the command ---- */
 
 /* The matrices of the problem: every matrix of the batch of each operand,
- * and C as it was before the calls (C0). */
+ * C as it was before the calls (C0), and with --packed B's packed handle
+ * and the epilogue's bias (NULL without --bias). */
 typedef struct matrices {
     float *A, *B, *C, *C0;
+    float *bias;
+    tessel_packed_b *packed;
 } matrices;
 
 /* One call on the problem, as the library is called for it. */
 static tessel_status call_gemm(tessel_ctx *ctx, const gemm_args *g, const cli_operands *o,
                                const matrices *x)
 {
+    if (x->packed) {
+        tessel_epilogue epilogue = {x->bias, g->activation};
+        bool fused = x->bias || g->activation != TESSEL_ACT_NONE;
+        return tessel_sgemm_packed_epilogue(ctx, g->p.transa, g->p.M, x->A, o->lda, x->packed,
+                                            g->alpha, g->beta, x->C, o->ldc,
+                                            fused ? &epilogue : NULL);
+    }
     return tessel_sgemm_strided_batched(ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K,
                                         g->alpha, x->A, o->lda, o->stride_a, x->B, o->ldb,
                                         o->stride_b, g->beta, x->C, o->ldc, o->stride_c,
@@ -242,7 +314,7 @@ static int check_call(tessel_ctx *ctx, const gemm_args *g, const cli_operands *o
     double err = 0.0, bound = 0.0;
     int64_t over = 0;
     for (int64_t i = 0; i < g->p.batch; i++)
-        if (check_matrix(g, o, x->A + i * o->stride_a, x->B + i * o->stride_b,
+        if (check_matrix(g, o, x->A + i * o->stride_a, x->B + i * o->stride_b, x->bias,
                          x->C0 + i * o->stride_c, x->C + i * o->stride_c, &err, &bound,
                          &over) != 0) {
             fprintf(stderr, "tessel gemm: cannot allocate the reference for --check\n");
@@ -279,9 +351,10 @@ int cmd_gemm(int argc, char **argv)
     /* Strides, not rows x columns: an empty matrix still has its ld. */
     int64_t c_floats = batch * o.stride_c;
     matrices x = {cli_alloc_matrix(batch, o.stride_a), cli_alloc_matrix(batch, o.stride_b),
-                  cli_alloc_matrix(batch, o.stride_c), cli_alloc_matrix(batch, o.stride_c)};
+                  cli_alloc_matrix(batch, o.stride_c), cli_alloc_matrix(batch, o.stride_c),
+                  g.bias ? cli_alloc_matrix(1, N) : NULL, NULL};
     double *times = NULL;
-    if (!x.A || !x.B || !x.C || !x.C0) {
+    if (!x.A || !x.B || !x.C || !x.C0 || (g.bias && !x.bias)) {
         fprintf(stderr, "tessel gemm: cannot allocate the matrices for %lld x (%lld x %lld x %lld)\n",
                 (long long)batch, (long long)M, (long long)N, (long long)K);
         rc = CLI_FAIL;
@@ -297,6 +370,21 @@ int cmd_gemm(int argc, char **argv)
         for (int64_t i = 0; i < c_floats; i++)
             x.C0[i] = NAN;
     memcpy(x.C, x.C0, (size_t)c_floats * sizeof(float));
+    if (x.bias)
+        cli_fill_random(x.bias, N, 4);
+
+    /* --packed: B packed once, as a runtime packs constant weights; the
+     * packing is timed on its own, never inside the calls. */
+    double pack_seconds = 0.0;
+    if (g.packed) {
+        double p0 = cli_now();
+        tessel_status ps = tessel_sgemm_pack_b(ctx, g.p.transb, K, N, x.B, o.ldb, &x.packed);
+        pack_seconds = cli_now() - p0;
+        if (ps != TESSEL_OK) {
+            rc = cli_library_error(ps);
+            goto done;
+        }
+    }
 
     /* The warm-up plans the shape and fills the library's buffer cache;
      * the next call, timed, tells how many fit in the target time. */
@@ -335,7 +423,7 @@ int cmd_gemm(int argc, char **argv)
     /* The peak of the threads the call runs on, not of the context: a
      * small shape that uses one thread of eight is not at 1/8 of peak. */
     cli_call_plan cp;
-    cli_plan_call(ctx, &g.p, NULL, &cp);
+    cli_plan_call(ctx, &g.p, x.packed, &cp);
     int used = cp.direct ? 1 : cp.run.tasks;
     double flops = 2.0 * (double)M * (double)N * (double)K * (double)batch;
     double gflops = median > 0 ? flops / median * 1e-9 : 0.0;
@@ -352,7 +440,13 @@ int cmd_gemm(int argc, char **argv)
                (double)g.beta);
         if (batch > 1)
             printf(", batch %lld (strided)", (long long)batch);
+        if (g.packed)
+            printf(", B pre-packed%s%s%s", g.bias ? ", + bias" : "",
+                   g.activation != TESSEL_ACT_NONE ? ", then " : "",
+                   g.activation != TESSEL_ACT_NONE ? activation_name(g.activation) : "");
         printf("\nthreads  %d used of %d\n", used, tessel_ctx_threads(ctx));
+        if (g.packed)
+            printf("pack     %.3f us, once (tessel_sgemm_pack_b)\n", pack_seconds * 1e6);
         printf("median   %.3f us of %d timed calls\n", median * 1e6, repeat);
         printf("rate     %.2f GFLOP/s, %.1f%% of peak (%.1f GFLOP/s = %.1f x %d)\n", gflops,
                pct, peak, hw_default_profile()->fma_peak_gflops, used);
@@ -366,6 +460,8 @@ done:
     free(x.B);
     free(x.C);
     free(x.C0);
+    free(x.bias);
+    tessel_packed_destroy(x.packed);
     tessel_ctx_destroy(ctx);
     if (fflush(stdout) != 0)
         rc = CLI_FAIL;
