@@ -11,7 +11,10 @@
  * onednn-packed): its prepare puts the constant B into the library's own
  * layout once, as an inference runtime does with weights, and its run
  * multiplies by the packed copy. The driver gives those only the problems of
- * its pre-packed-weights mode (see gemm_bench.c).
+ * its pre-packed-weights mode (see gemm_bench.c). A "fused" variant
+ * (tessel-fused, onednn-fused) is a packed one whose call also adds a bias
+ * row and applies GELU (tanh form) as C is written: the whole of a
+ * transformer's FFN-up layer, Y = gelu(X W + b), in one call.
  */
 #ifndef TESSEL_BENCH_H
 #define TESSEL_BENCH_H
@@ -43,6 +46,13 @@ static inline void bench_problem_layout(bench_problem *p)
     p->stride_c = p->M * p->N;
 }
 
+/* The fused variants' bias, the same in every library: small values of
+ * both signs, so that GELU sees both sides of its bend. */
+static inline float bench_bias(int64_t j)
+{
+    return 0.125f * (float)(j % 9 - 4);
+}
+
 /* A problem bound to its buffers, ready to run. What it holds is private to
  * the library that made it (oneDNN keeps a primitive here). */
 typedef struct bench_call bench_call;
@@ -53,6 +63,10 @@ typedef struct bench_lib {
      * run uses the packed copy. Such a variant only runs plain (not batched)
      * problems with transb 'N'. */
     int packed;
+    /* Nonzero for a fused variant (packed too): C = gelu_tanh(A B + bias),
+     * bias[j] = bench_bias(j). Its result is compared with the other fused
+     * variant's, not with the plain product. */
+    int fused;
     /* A one-line version string, e.g. "oneDNN 2.6.3 (OpenMP)". */
     const char *(*version)(void);
     /* Sets the threads later calls use; returns 0 on success. */
@@ -76,5 +90,7 @@ extern const bench_lib bench_lib_blis;
 extern const bench_lib bench_lib_onednn;
 extern const bench_lib bench_lib_tessel_packed;
 extern const bench_lib bench_lib_onednn_packed;
+extern const bench_lib bench_lib_tessel_fused;
+extern const bench_lib bench_lib_onednn_fused;
 
 #endif /* TESSEL_BENCH_H */

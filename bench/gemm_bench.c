@@ -20,7 +20,9 @@
  * tessel-packed and onednn-packed, which pack B into their own layout once
  * when the call is prepared and time only the multiplication by the packed
  * copy. Their results are checked against plain tessel_sgemm's like any
- * peer's.
+ * peer's. On the same problems tessel-fused and onednn-fused time the
+ * packed call with a bias and GELU applied as C is written (bench.h); their
+ * results are checked against each other.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -36,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LIBS 6
+#define MAX_LIBS 8
 #define MAX_THREADS 16
 #define REL_DIFF_WARN 1e-3
 
@@ -75,8 +77,9 @@ typedef struct lib_result {
 } lib_result;
 
 static const bench_lib *const all_libs[MAX_LIBS] = {
-    &bench_lib_tessel,        &bench_lib_openblas, &bench_lib_blis, &bench_lib_onednn,
-    &bench_lib_tessel_packed, &bench_lib_onednn_packed,
+    &bench_lib_tessel,        &bench_lib_openblas,       &bench_lib_blis,
+    &bench_lib_onednn,        &bench_lib_tessel_packed,  &bench_lib_onednn_packed,
+    &bench_lib_tessel_fused,  &bench_lib_onednn_fused,
 };
 
 /* The families whose shapes are linear layers with constant weights: the
@@ -581,11 +584,21 @@ static double measure_all(const bench_lib *const *libs, int nlibs, int threads,
      * tessel's kernels and would hide a bug in both), so a wrong tessel
      * result flags its own row too. */
     size_t nc = (size_t)(p->batch * p->stride_c);
+    /* The fused variants compute another function: the two are compared
+     * with each other. */
+    int fused[2] = {-1, -1};
+    for (int l = 0; l < nlibs; l++)
+        if (libs[l]->fused && res[l].ok)
+            fused[fused[0] < 0 ? 0 : 1] = l;
+    if (fused[1] >= 0) {
+        res[fused[0]].max_rel_diff = max_rel_diff(C[fused[0]], C[fused[1]], nc);
+        res[fused[1]].max_rel_diff = max_rel_diff(C[fused[1]], C[fused[0]], nc);
+    }
     if (res[0].ok) {
         double best = INFINITY;
         int peers = 0;
         for (int l = 1; l < nlibs; l++) {
-            if (!res[l].ok)
+            if (!res[l].ok || libs[l]->fused)
                 continue;
             res[l].max_rel_diff = max_rel_diff(C[l], C[0], nc);
             if (!libs[l]->packed) {
@@ -740,7 +753,8 @@ static void usage(void)
             "  --threads \"1 2\"    thread counts to run\n"
             "  --filter F1,F2     only these families ('overhead' for the call overhead)\n"
             "  --libs L1,L2       only these libraries (default tessel,openblas,blis,onednn,\n"
-            "                     tessel-packed,onednn-packed; tessel first is the reference)\n"
+            "                     tessel-packed,onednn-packed,tessel-fused,onednn-fused;\n"
+            "                     tessel first is the reference)\n"
             "  --quick            a subset of shapes, fewer repetitions\n"
             "  --peak GFLOPS      FMA peak of one thread, for the pct_peak column\n"
             "  --offset BYTES     start A, B and C this far past 64-byte alignment\n"

@@ -5,8 +5,9 @@
  * geometric-mean GFLOP/s, tessel's per-shape ratio to the best peer and to
  * oneDNN (geometric mean and the worst shape), then the pre-packed-weights
  * table (tessel-packed against onednn-packed, the libraries' "-packed" rows,
- * kept out of the throughput table), the call-overhead table and any result
- * that differed from tessel's. It only reads the CSV, so a summary can be
+ * kept out of the throughput table) and the fused-epilogue table
+ * (tessel-fused against onednn-fused, likewise), the call-overhead table and
+ * any result that differed from its reference. It only reads the CSV, so a summary can be
  * rebuilt from an old result file.
  *
  *   gemm_report RESULTS.csv [--plots DIR PREFIX TERMINAL]
@@ -156,13 +157,18 @@ static void shape_str(const rec *r, char *buf, size_t len)
 
 static const char *overhead_family = "overhead";
 
-/* The pre-packed-weights variants ("tessel-packed", "onednn-packed") run on
- * a few families only; they have their own table. */
-static int is_packed(int lib)
+static int ends_with(const char *name, const char *suffix)
 {
-    const char *name = libs.names[lib], *suffix = "-packed";
     size_t n = strlen(name), k = strlen(suffix);
     return n > k && strcmp(name + n - k, suffix) == 0;
+}
+
+/* The pre-packed-weights and fused-epilogue variants ("tessel-packed",
+ * "onednn-fused", ...) run on a few families only; they have their own
+ * tables. */
+static int is_packed(int lib)
+{
+    return ends_with(libs.names[lib], "-packed") || ends_with(libs.names[lib], "-fused");
 }
 
 static int lib_named(const char *name)
@@ -201,27 +207,33 @@ static void ratio_print(const ratio_acc *a)
         printf(" |");
 }
 
-/* Per (threads, family): tessel-packed and onednn-packed, their ratio, and
- * what packing gained each library over its plain call on the same shapes. */
-static void packed_table(void)
+/* A variant pair's table: tessel's and oneDNN's variant (tessel-packed
+ * and onednn-packed, say), their ratio, and each against the same
+ * library's call it builds on (`base`: tessel and onednn for the packed
+ * variants, the packed ones for the fused). */
+typedef struct variant_pair {
+    const char *title, *intro;
+    const char *tessel, *onednn;           /* the variants */
+    const char *tessel_base, *onednn_base; /* what each is measured against */
+} variant_pair;
+
+static void variant_table(const variant_pair *v)
 {
-    int tp = lib_named("tessel-packed"), dp = lib_named("onednn-packed");
-    int tessel = lib_named("tessel"), onednn = lib_named("onednn");
-    printf("\n## Pre-packed weights\n\n");
+    int tp = lib_named(v->tessel), dp = lib_named(v->onednn);
+    int tessel = lib_named(v->tessel_base), onednn = lib_named(v->onednn_base);
+    printf("\n## %s\n\n", v->title);
     if (tp < 0 && dp < 0) {
         printf("Not measured.\n");
         return;
     }
-    printf("Constant weights packed once outside the timing: tessel_sgemm_pack_b then "
-           "tessel_sgemm_packed; oneDNN's matmul primitive with weights in its chosen "
-           "(format_tag_any) layout, reordered once, primitive created per shape (per M). "
-           "Geometric mean GFLOP/s; ratios are per shape, then geometric-meaned; *worst "
-           "shape* is where tessel-packed / onednn-packed is lowest; the last two columns "
-           "compare each packed call with the same library's plain call "
-           "(tessel_sgemm, dnnl_sgemm).\n\n");
-    printf("| threads | family | shapes | tessel-packed | onednn-packed | "
-           "tessel-packed / onednn-packed | worst shape (ratio) | tessel-packed / tessel | "
-           "onednn-packed / onednn |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n");
+    printf("%s Geometric mean GFLOP/s; ratios are per shape, then geometric-meaned; *worst "
+           "shape* is where %s / %s is lowest; the last two columns compare each call with "
+           "the same library's %s and %s.\n\n",
+           v->intro, v->tessel, v->onednn, v->tessel_base, v->onednn_base);
+    printf("| threads | family | shapes | %s | %s | %s / %s | worst shape (ratio) | %s / %s | "
+           "%s / %s |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n",
+           v->tessel, v->onednn, v->tessel, v->onednn, v->tessel, v->tessel_base, v->onednn,
+           v->onednn_base);
     int first_lib = tp >= 0 ? tp : dp;
     for (int ti = 0; ti < nthreads; ti++) {
         for (int fam = -1; fam < families.n; fam++) {
@@ -282,6 +294,24 @@ static void packed_table(void)
             printf("\n");
         }
     }
+}
+
+static void packed_table(void)
+{
+    static const variant_pair packed = {
+        "Pre-packed weights",
+        "Constant weights packed once outside the timing: tessel_sgemm_pack_b then "
+        "tessel_sgemm_packed; oneDNN's matmul primitive with weights in its chosen "
+        "(format_tag_any) layout, reordered once, primitive created per shape (per M).",
+        "tessel-packed", "onednn-packed", "tessel", "onednn"};
+    static const variant_pair fused = {
+        "Fused epilogue (bias + GELU)",
+        "Y = gelu_tanh(X W + b) in one call, on the pre-packed weights: "
+        "tessel_sgemm_packed_epilogue; oneDNN's packed matmul primitive with a bias and a "
+        "GELU (tanh) eltwise post-op; against the packed call, what the epilogue costs.",
+        "tessel-fused", "onednn-fused", "tessel-packed", "onednn-packed"};
+    variant_table(&packed);
+    variant_table(&fused);
 }
 
 static void summary_tables(void)
@@ -429,7 +459,8 @@ static void summary_tables(void)
 
     printf("\n## Results that differ\n\nmax_rel_diff = max |C - C_tessel| / max |C_tessel|; "
            "tessel's own row holds its smallest difference to any peer (packed variants "
-           "aside); a -packed row is compared with plain tessel. Rows above %g:\n\n",
+           "aside); a -packed row is compared with plain tessel, the -fused rows with each "
+           "other. Rows above %g:\n\n",
            REL_DIFF_WARN);
     int bad = 0;
     for (size_t i = 0; i < nrecs; i++) {

@@ -17,7 +17,9 @@
  * reorders the plain B into it once with a reorder primitive; a timed run is
  * the execution and dnnl_stream_wait. Without runtime dimensions a matmul
  * primitive is made for one M, so each problem gets its own primitive (and
- * its own weights layout), created outside the timing.
+ * its own weights layout), created outside the timing. "onednn-fused" is
+ * the same primitive with a bias (1 x N) and a GELU (tanh) eltwise
+ * post-op: Y = gelu(X W + b) in one execution, as tessel-fused.
  */
 #include "bench.h"
 
@@ -38,9 +40,10 @@ struct bench_call {
     const float *A, *B;
     float *C;
     /* Batched problems and onednn-packed only; for onednn-packed, mem_b
-     * owns the reordered weights. */
+     * owns the reordered weights. onednn-fused adds the bias. */
     dnnl_primitive_t prim;
-    dnnl_memory_t mem_a, mem_b, mem_c;
+    dnnl_memory_t mem_a, mem_b, mem_c, mem_bias;
+    float *bias;
 };
 
 static dnnl_engine_t g_engine;
@@ -115,6 +118,9 @@ static void onednn_release(bench_call *c)
         dnnl_memory_destroy(c->mem_b);
     if (c->mem_c)
         dnnl_memory_destroy(c->mem_c);
+    if (c->mem_bias)
+        dnnl_memory_destroy(c->mem_bias);
+    free(c->bias);
     free(c);
 }
 
@@ -181,12 +187,13 @@ static bench_call *onednn_prepare(const bench_problem *p, const float *A,
 /* One execution of a call's matmul primitive, then the stream wait. */
 static dnnl_status_t onednn_execute(bench_call *c)
 {
-    dnnl_exec_arg_t args[3] = {
+    dnnl_exec_arg_t args[4] = {
         {DNNL_ARG_SRC, c->mem_a},
         {DNNL_ARG_WEIGHTS, c->mem_b},
         {DNNL_ARG_DST, c->mem_c},
+        {DNNL_ARG_BIAS, c->mem_bias},
     };
-    dnnl_status_t st = dnnl_primitive_execute(c->prim, g_stream, 3, args);
+    dnnl_status_t st = dnnl_primitive_execute(c->prim, g_stream, c->mem_bias ? 4 : 3, args);
     return st == dnnl_success ? dnnl_stream_wait(g_stream) : st;
 }
 
@@ -252,8 +259,27 @@ static dnnl_status_t onednn_reorder(dnnl_memory_t from, dnnl_memory_t to)
     return st;
 }
 
-static bench_call *onednn_packed_prepare(const bench_problem *p, const float *A,
-                                         const float *B, float *C, char *err, size_t errlen)
+/* The primitive attributes of onednn-fused: GELU (tanh) after the bias. */
+static dnnl_status_t onednn_gelu_attr(dnnl_primitive_attr_t *attr)
+{
+    dnnl_post_ops_t ops = NULL;
+    dnnl_status_t st = dnnl_primitive_attr_create(attr);
+    if (st == dnnl_success)
+        st = dnnl_post_ops_create(&ops);
+    if (st == dnnl_success)
+        st = dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_gelu_tanh, 0.0f, 0.0f);
+    if (st == dnnl_success)
+        st = dnnl_primitive_attr_set_post_ops(*attr, ops);
+    if (ops)
+        dnnl_post_ops_destroy(ops);
+    return st;
+}
+
+/* onednn-packed, and with `fused` onednn-fused: the primitive for this M,
+ * the weights reordered once into its layout. */
+static bench_call *onednn_weights_prepare(const bench_problem *p, const float *A,
+                                          const float *B, float *C, int fused, char *err,
+                                          size_t errlen)
 {
     if (p->batched || p->transb != 'N') {
         snprintf(err, errlen, "packed path only for plain problems with transb N");
@@ -275,13 +301,17 @@ static bench_call *onednn_packed_prepare(const bench_problem *p, const float *A,
     dnnl_dims_t dims_a = {p->M, p->K}, dims_b = {p->K, p->N}, dims_c = {p->M, p->N};
     dnnl_dims_t strides_a = {p->transa == 'T' ? 1 : p->lda, p->transa == 'T' ? p->lda : 1};
     dnnl_dims_t strides_b = {p->ldb, 1}, strides_c = {p->ldc, 1};
-    dnnl_memory_desc_t md_a, md_b_any, md_b_plain, md_b_packed, md_c;
+    dnnl_dims_t dims_bias = {1, p->N}, strides_bias = {p->N, 1};
+    dnnl_memory_desc_t md_a, md_b_any, md_b_plain, md_b_packed, md_c, md_bias;
     dnnl_matmul_desc_t desc;
     dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = NULL;
     dnnl_memory_t plain_b = NULL;
     memset(&md_b_packed, 0, sizeof md_b_packed);
     const char *what = "memory descriptors";
     dnnl_status_t st = dnnl_memory_desc_init_by_strides(&md_a, 2, dims_a, dnnl_f32, strides_a);
+    if (st == dnnl_success && fused)
+        st = dnnl_memory_desc_init_by_strides(&md_bias, 2, dims_bias, dnnl_f32, strides_bias);
     if (st == dnnl_success)
         st = dnnl_memory_desc_init_by_tag(&md_b_any, 2, dims_b, dnnl_f32, dnnl_format_tag_any);
     if (st == dnnl_success)
@@ -290,12 +320,18 @@ static bench_call *onednn_packed_prepare(const bench_problem *p, const float *A,
         st = dnnl_memory_desc_init_by_strides(&md_c, 2, dims_c, dnnl_f32, strides_c);
     if (st == dnnl_success) {
         what = "matmul descriptor";
-        st = dnnl_matmul_desc_init(&desc, &md_a, &md_b_any, NULL, &md_c);
+        st = dnnl_matmul_desc_init(&desc, &md_a, &md_b_any, fused ? &md_bias : NULL, &md_c);
+    }
+    if (st == dnnl_success && fused) {
+        what = "GELU post-op";
+        st = onednn_gelu_attr(&attr);
     }
     if (st == dnnl_success) {
         what = "primitive descriptor";
-        st = dnnl_primitive_desc_create(&pd, &desc, NULL, g_engine, NULL);
+        st = dnnl_primitive_desc_create(&pd, &desc, attr, g_engine, NULL);
     }
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
     if (st == dnnl_success) {
         /* the layout oneDNN chose for the weights */
         const dnnl_memory_desc_t *q = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -328,12 +364,33 @@ static bench_call *onednn_packed_prepare(const bench_problem *p, const float *A,
     }
     if (st == dnnl_success)
         st = dnnl_memory_create(&c->mem_c, &md_c, g_engine, C);
+    if (st == dnnl_success && fused) {
+        c->bias = malloc((size_t)(p->N > 0 ? p->N : 1) * sizeof(float));
+        st = c->bias ? dnnl_success : dnnl_out_of_memory;
+        for (int64_t j = 0; c->bias && j < p->N; j++)
+            c->bias[j] = bench_bias(j);
+        if (st == dnnl_success)
+            st = dnnl_memory_create(&c->mem_bias, &md_bias, g_engine, c->bias);
+    }
     if (st != dnnl_success) {
-        snprintf(err, errlen, "packed matmul %s: %s", what, dnnl_status2str(st));
+        snprintf(err, errlen, "%s matmul %s: %s", fused ? "fused" : "packed", what,
+                 dnnl_status2str(st));
         onednn_release(c);
         return NULL;
     }
     return c;
+}
+
+static bench_call *onednn_packed_prepare(const bench_problem *p, const float *A,
+                                         const float *B, float *C, char *err, size_t errlen)
+{
+    return onednn_weights_prepare(p, A, B, C, 0, err, errlen);
+}
+
+static bench_call *onednn_fused_prepare(const bench_problem *p, const float *A,
+                                        const float *B, float *C, char *err, size_t errlen)
+{
+    return onednn_weights_prepare(p, A, B, C, 1, err, errlen);
 }
 
 static int onednn_packed_run(bench_call *c, char *err, size_t errlen)
@@ -345,6 +402,25 @@ static int onednn_packed_run(bench_call *c, char *err, size_t errlen)
     }
     return 0;
 }
+
+static const char *onednn_fused_version(void)
+{
+    static char buf[192];
+    snprintf(buf, sizeof buf, "%s, matmul primitive per M with bias and a GELU (tanh) "
+             "post-op, weights reordered once", onednn_version());
+    return buf;
+}
+
+const bench_lib bench_lib_onednn_fused = {
+    .name = "onednn-fused",
+    .packed = 1,
+    .fused = 1,
+    .version = onednn_fused_version,
+    .set_threads = onednn_set_threads,
+    .prepare = onednn_fused_prepare,
+    .run = onednn_packed_run,
+    .release = onednn_release,
+};
 
 const bench_lib bench_lib_onednn_packed = {
     .name = "onednn-packed",

@@ -8,7 +8,9 @@
  *
  * The "tessel-packed" variant packs B once with tessel_sgemm_pack_b when the
  * call is prepared (not timed) and times tessel_sgemm_packed, the path of an
- * inference runtime whose weights are constant. Both share the context.
+ * inference runtime whose weights are constant; "tessel-fused" times
+ * tessel_sgemm_packed_epilogue with a bias and GELU (tanh form) on the same
+ * packed B. All share the context.
  */
 #include "bench.h"
 
@@ -21,7 +23,8 @@ struct bench_call {
     bench_problem p;
     const float *A, *B;
     float *C;
-    tessel_packed_b *packed; /* tessel-packed only */
+    tessel_packed_b *packed; /* tessel-packed and tessel-fused only */
+    float *bias;             /* tessel-fused only */
 };
 
 static tessel_ctx *g_ctx;
@@ -63,6 +66,7 @@ static bench_call *tessel_prepare(const bench_problem *p, const float *A,
     c->B = B;
     c->C = C;
     c->packed = NULL;
+    c->bias = NULL;
     return c;
 }
 
@@ -89,6 +93,8 @@ static void tessel_release(bench_call *c)
 {
     if (c && c->packed)
         tessel_packed_destroy(c->packed);
+    if (c)
+        free(c->bias);
     free(c);
 }
 
@@ -139,6 +145,56 @@ const bench_lib bench_lib_tessel_packed = {
     .set_threads = tessel_set_threads,
     .prepare = tessel_packed_prepare,
     .run = tessel_packed_run,
+    .release = tessel_release,
+};
+
+/* ---- tessel-fused ---- */
+
+static const char *tessel_fused_version(void)
+{
+    return "tessel (this tree), tessel_sgemm_pack_b once, then tessel_sgemm_packed_epilogue "
+           "(bias, GELU tanh)";
+}
+
+static bench_call *tessel_fused_prepare(const bench_problem *p, const float *A,
+                                        const float *B, float *C, char *err, size_t errlen)
+{
+    bench_call *c = tessel_packed_prepare(p, A, B, C, err, errlen);
+    if (!c)
+        return NULL;
+    c->bias = malloc((size_t)(p->N > 0 ? p->N : 1) * sizeof(float));
+    if (!c->bias) {
+        snprintf(err, errlen, "out of memory");
+        tessel_release(c);
+        return NULL;
+    }
+    for (int64_t j = 0; j < p->N; j++)
+        c->bias[j] = bench_bias(j);
+    return c;
+}
+
+static int tessel_fused_run(bench_call *c, char *err, size_t errlen)
+{
+    const bench_problem *p = &c->p;
+    const tessel_epilogue epilogue = {c->bias, TESSEL_ACT_GELU_TANH};
+    tessel_status st = tessel_sgemm_packed_epilogue(g_ctx, p->transa, p->M, c->A, p->lda,
+                                                    c->packed, 1.0f, 0.0f, c->C, p->ldc,
+                                                    &epilogue);
+    if (TESSEL_IS_ERROR(st)) {
+        snprintf(err, errlen, "%s: %s", tessel_status_str(st), tessel_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+const bench_lib bench_lib_tessel_fused = {
+    .name = "tessel-fused",
+    .packed = 1,
+    .fused = 1,
+    .version = tessel_fused_version,
+    .set_threads = tessel_set_threads,
+    .prepare = tessel_fused_prepare,
+    .run = tessel_fused_run,
     .release = tessel_release,
 };
 
