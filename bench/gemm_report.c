@@ -6,9 +6,9 @@
  * oneDNN (geometric mean and the worst shape), then the pre-packed-weights
  * table (tessel-packed against onednn-packed, the libraries' "-packed" rows,
  * kept out of the throughput table) and the fused-epilogue table
- * (tessel-fused against onednn-fused, likewise), the call-overhead table and
- * any result that differed from its reference. It only reads the CSV, so a summary can be
- * rebuilt from an old result file.
+ * (tessel-fused against onednn-fused, likewise), the call-overhead table
+ * and any result that differed from its reference. It only reads the CSV,
+ * so a summary can be rebuilt from an old result file.
  *
  *   gemm_report RESULTS.csv [--plots DIR PREFIX TERMINAL]
  *
@@ -166,7 +166,7 @@ static int ends_with(const char *name, const char *suffix)
 /* The pre-packed-weights and fused-epilogue variants ("tessel-packed",
  * "onednn-fused", ...) run on a few families only; they have their own
  * tables. */
-static int is_packed(int lib)
+static int is_variant(int lib)
 {
     return ends_with(libs.names[lib], "-packed") || ends_with(libs.names[lib], "-fused");
 }
@@ -296,7 +296,7 @@ static void variant_table(const variant_pair *v)
     }
 }
 
-static void packed_table(void)
+static void variant_tables(void)
 {
     static const variant_pair packed = {
         "Pre-packed weights",
@@ -330,11 +330,11 @@ static void summary_tables(void)
            "*worst shape* is where tessel / best peer is lowest.\n\n");
     printf("| threads | family | shapes |");
     for (int l = 0; l < libs.n; l++)
-        if (!is_packed(l))
+        if (!is_variant(l))
             printf(" %s |", libs.names[l]);
     printf(" tessel / best peer | tessel / onednn | worst shape (ratio) |\n|---|---|---:|");
     for (int l = 0; l < libs.n; l++)
-        if (!is_packed(l))
+        if (!is_variant(l))
             printf("---:|");
     printf("---:|---:|---|\n");
 
@@ -350,7 +350,7 @@ static void summary_tables(void)
             const rec *worst_rec = NULL;
             for (size_t i = 0; i < nrecs; i++) {
                 const rec *r = &recs[i];
-                if (r->threads != threads[ti] || r->gflops <= 0 || is_packed(r->lib) ||
+                if (r->threads != threads[ti] || r->gflops <= 0 || is_variant(r->lib) ||
                     strcmp(families.names[r->family], overhead_family) == 0 ||
                     (fam >= 0 && r->family != fam))
                     continue;
@@ -363,7 +363,7 @@ static void summary_tables(void)
                     continue;
                 double best = 0;
                 for (int l = 0; l < libs.n; l++) {
-                    const rec *p = l == tessel || is_packed(l) ? NULL : find(r, l);
+                    const rec *p = l == tessel || is_variant(l) ? NULL : find(r, l);
                     if (p && p->gflops > best)
                         best = p->gflops;
                 }
@@ -387,7 +387,7 @@ static void summary_tables(void)
             printf("| %d | %s | %d |", threads[ti], fam >= 0 ? families.names[fam] : "**all**",
                    shapes);
             for (int l = 0; l < libs.n; l++) {
-                if (is_packed(l))
+                if (is_variant(l))
                     continue;
                 if (lcnt[l])
                     printf(" %.1f |", exp(lsum[l] / lcnt[l]));
@@ -412,7 +412,7 @@ static void summary_tables(void)
         }
     }
 
-    packed_table();
+    variant_tables();
 
     printf("\n## Call overhead\n\nMedian time from call to return, in microseconds, over "
            "many single calls on the same buffers. The batched problem is 12 matrices of "
@@ -420,11 +420,11 @@ static void summary_tables(void)
            "execution, and a loop of single GEMMs for OpenBLAS and BLIS.\n\n");
     printf("| threads | problem |");
     for (int l = 0; l < libs.n; l++)
-        if (!is_packed(l))
+        if (!is_variant(l))
             printf(" %s |", libs.names[l]);
     printf("\n|---|---|");
     for (int l = 0; l < libs.n; l++)
-        if (!is_packed(l))
+        if (!is_variant(l))
             printf("---:|");
     printf("\n");
     int any = 0;
@@ -443,7 +443,7 @@ static void summary_tables(void)
         shape_str(r, s, sizeof s);
         printf("| %d | %s |", r->threads, s);
         for (int l = 0; l < libs.n; l++) {
-            if (is_packed(l))
+            if (is_variant(l))
                 continue;
             const rec *p = find(r, l);
             if (p)
