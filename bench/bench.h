@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* One problem: C[M,N] = op(A)[M,K] x op(B)[K,N], `batch` times, matrices
  * packed tightly (lda is the stored row length of A, and so on). `batched`
@@ -46,11 +47,15 @@ static inline void bench_problem_layout(bench_problem *p)
     p->stride_c = p->M * p->N;
 }
 
-/* The fused variants' bias, the same in every library: small values of
- * both signs, so that GELU sees both sides of its bend. */
-static inline float bench_bias(int64_t j)
+/* The fused variants' bias row of n floats, the same in every library:
+ * small values of both signs, so that GELU sees both sides of its bend.
+ * NULL if memory ran out; the caller frees it. */
+static inline float *bench_bias_row(int64_t n)
 {
-    return 0.125f * (float)(j % 9 - 4);
+    float *bias = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    for (int64_t j = 0; bias && j < n; j++)
+        bias[j] = 0.125f * (float)(j % 9 - 4);
+    return bias;
 }
 
 /* A problem bound to its buffers, ready to run. What it holds is private to
@@ -64,7 +69,7 @@ typedef struct bench_lib {
      * problems with transb 'N'. */
     int packed;
     /* Nonzero for a fused variant (packed too): C = gelu_tanh(A B + bias),
-     * bias[j] = bench_bias(j). Its result is compared with the other fused
+     * bias = bench_bias_row(N). Its result is compared with the other fused
      * variant's, not with the plain product. */
     int fused;
     /* A one-line version string, e.g. "oneDNN 2.6.3 (OpenMP)". */

@@ -365,10 +365,8 @@ static bench_call *onednn_weights_prepare(const bench_problem *p, const float *A
     if (st == dnnl_success)
         st = dnnl_memory_create(&c->mem_c, &md_c, g_engine, C);
     if (st == dnnl_success && fused) {
-        c->bias = malloc((size_t)(p->N > 0 ? p->N : 1) * sizeof(float));
+        c->bias = bench_bias_row(p->N);
         st = c->bias ? dnnl_success : dnnl_out_of_memory;
-        for (int64_t j = 0; c->bias && j < p->N; j++)
-            c->bias[j] = bench_bias(j);
         if (st == dnnl_success)
             st = dnnl_memory_create(&c->mem_bias, &md_bias, g_engine, c->bias);
     }

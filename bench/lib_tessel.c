@@ -162,14 +162,12 @@ static bench_call *tessel_fused_prepare(const bench_problem *p, const float *A,
     bench_call *c = tessel_packed_prepare(p, A, B, C, err, errlen);
     if (!c)
         return NULL;
-    c->bias = malloc((size_t)(p->N > 0 ? p->N : 1) * sizeof(float));
+    c->bias = bench_bias_row(p->N);
     if (!c->bias) {
         snprintf(err, errlen, "out of memory");
         tessel_release(c);
         return NULL;
     }
-    for (int64_t j = 0; j < p->N; j++)
-        c->bias[j] = bench_bias(j);
     return c;
 }
 
