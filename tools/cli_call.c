@@ -1,6 +1,6 @@
 /*
  * cli_call.c - the operands of a `tessel gemm` or `tessel explain`
- * problem and the plan a real call makes for it (cli_call.h).
+ * problem, the plan a real call makes for it, and the call (cli_call.h).
  */
 #include "cli_call.h"
 
@@ -38,4 +38,17 @@ void cli_plan_call(tessel_ctx *ctx, const cli_problem *p, const tessel_packed_b 
     op_gemm_key(&env, &call, p->batch, &out->shape, &out->plan_threads);
     out->tuned = api_plan_for(ctx, &out->shape, out->plan_threads, &out->plan);
     op_gemm_schedule(&env, &call, &out->plan, p->batch, &out->run);
+}
+
+tessel_status cli_call_gemm(tessel_ctx *ctx, const cli_problem *p, const cli_operands *o,
+                            float alpha, const float *A, const float *B,
+                            const tessel_packed_b *packed, const tessel_epilogue *epilogue,
+                            float beta, float *C)
+{
+    if (packed)
+        return tessel_sgemm_packed_epilogue(ctx, p->transa, p->M, A, o->lda, packed, alpha,
+                                            beta, C, o->ldc, epilogue);
+    return tessel_sgemm_strided_batched(ctx, p->transa, p->transb, p->M, p->N, p->K, alpha, A,
+                                        o->lda, o->stride_a, B, o->ldb, o->stride_b, beta, C,
+                                        o->ldc, o->stride_c, p->batch);
 }

@@ -41,4 +41,12 @@ typedef struct cli_call_plan {
 void cli_plan_call(tessel_ctx *ctx, const cli_problem *p, const tessel_packed_b *packed,
                    cli_call_plan *out);
 
+/* One call on the problem, as a program makes it: with `packed`, the
+ * pre-packed call (tessel_sgemm_packed_epilogue; `epilogue` NULL for none,
+ * B unused); else the strided batched call on the problem's batch. */
+tessel_status cli_call_gemm(tessel_ctx *ctx, const cli_problem *p, const cli_operands *o,
+                            float alpha, const float *A, const float *B,
+                            const tessel_packed_b *packed, const tessel_epilogue *epilogue,
+                            float beta, float *C);
+
 #endif /* TESSEL_CLI_CALL_H */

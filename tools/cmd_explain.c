@@ -94,7 +94,7 @@ static int parse_args(int argc, char **argv, explain_args *a)
 /* ---- the timed calls ---- */
 
 /* Median seconds of the timed calls after a warm-up (the strided batched
- * call, or tessel_sgemm_packed on `packed` where given), their number in
+ * call, or the pre-packed call on `packed` where given), their number in
  * *calls; -1 if memory ran out or a call failed (*status). */
 static double measure(tessel_ctx *ctx, const explain_args *g, const tessel_packed_b *packed,
                       int *calls, tessel_status *status)
@@ -117,13 +117,7 @@ static double measure(tessel_ctx *ctx, const explain_args *g, const tessel_packe
         for (int r = -1; *status == TESSEL_OK && n < CLI_MAX_REPEAT &&
                          (n < CLI_MIN_REPEAT || spent < CLI_TIMED_SECONDS); r++) {
             double t0 = cli_now();
-            if (packed)
-                *status = tessel_sgemm_packed(ctx, g->p.transa, g->p.M, A, o.lda, packed, 1.0f,
-                                              0.0f, C, o.ldc);
-            else
-                *status = tessel_sgemm_strided_batched(
-                    ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K, 1.0f, A, o.lda,
-                    o.stride_a, B, o.ldb, o.stride_b, 0.0f, C, o.ldc, o.stride_c, batch);
+            *status = cli_call_gemm(ctx, &g->p, &o, 1.0f, A, B, packed, NULL, 0.0f, C);
             double t = cli_now() - t0;
             if (r >= 0) {
                 times[n++] = t;
@@ -150,9 +144,7 @@ static void print_time(const plan_model *m, const cli_call_plan *cp, int64_t bat
 {
     const gemm_shape *s = &cp->shape;
     double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K * (double)batch;
-    double predicted = batch > 1 ? plan_batch_seconds(m, s, &cp->plan, cp->run.rounds,
-                                                      cp->run.tasks)
-                                 : cp->plan.predicted_seconds;
+    double predicted = plan_batch_seconds(m, s, &cp->plan, cp->run.rounds, cp->run.tasks);
     printf("time      predicted %.2f us", predicted * 1e6);
     if (predicted > 0 && flops > 0)
         printf(" (%.1f GFLOP/s)", flops / predicted * 1e-9);

@@ -287,17 +287,10 @@ typedef struct matrices {
 static tessel_status call_gemm(tessel_ctx *ctx, const gemm_args *g, const cli_operands *o,
                                const matrices *x)
 {
-    if (x->packed) {
-        tessel_epilogue epilogue = {x->bias, g->activation};
-        bool fused = x->bias || g->activation != TESSEL_ACT_NONE;
-        return tessel_sgemm_packed_epilogue(ctx, g->p.transa, g->p.M, x->A, o->lda, x->packed,
-                                            g->alpha, g->beta, x->C, o->ldc,
-                                            fused ? &epilogue : NULL);
-    }
-    return tessel_sgemm_strided_batched(ctx, g->p.transa, g->p.transb, g->p.M, g->p.N, g->p.K,
-                                        g->alpha, x->A, o->lda, o->stride_a, x->B, o->ldb,
-                                        o->stride_b, g->beta, x->C, o->ldc, o->stride_c,
-                                        g->p.batch);
+    tessel_epilogue epilogue = {x->bias, g->activation};
+    bool fused = x->bias || g->activation != TESSEL_ACT_NONE;
+    return cli_call_gemm(ctx, &g->p, o, g->alpha, x->A, x->B, x->packed,
+                         fused ? &epilogue : NULL, g->beta, x->C);
 }
 
 /* --check: one more call from C as it was (the timed calls overwrote it,
