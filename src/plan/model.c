@@ -125,8 +125,14 @@ bool model_l2_feeds_tile(int mr, int nr, int vec, double fma_per_cycle)
  * a cycle, where its 14x32 tile on two FMA pipes takes 8.4 of B: there,
  * with B's block sized for the L3 / the L2, 1 thread, 512x3072x768 took
  * 1.13x the time and GPT-2's head 128x50257x768 2.3x, and 16x768x3072
- * read in one block / in the rules' kc 1.39x. */
-static const double L3_FEED_MARGIN = 1.5;
+ * read in one block / in the rules' kc 1.39x. The AMD EPYC family 25
+ * model 1 (Zen 3, AVX2) reads its L3 at 53-75 GB/s in the quick probe,
+ * 16-23 bytes a cycle where 6x16 on two pipes takes 10.7: a margin of 1.5
+ * put it on either side from process to process, and its plans with B's
+ * blocks sized for the L3 took 0.65-1.02 of the time of the L2-sized ones
+ * at 1 thread, 0.78-1.02 at 2 (17 shapes each, in one process,
+ * bench/results/2026-12-07-session35-zen3-l3-feed-ab.txt). */
+static const double L3_FEED_MARGIN = 1.2;
 
 bool model_l3_feeds_tile(const hw_profile *hw, int mr, int vec, double fma_per_cycle)
 {
