@@ -796,11 +796,15 @@ static void zen3_rules(void)
     CHECK(plan_model_init(&m, &hw) == 0, "zen3 model builds");
     CHECK(m.nv == 2 && m.nr == 16, "zen3 panels %d wide, one line", m.nr);
     gemm_plan p;
-    /* Panels a line wide are packed past a tile or two of rows, on any
-     * number of threads; fewer rows read B in place. */
+    /* Panels a line wide are packed past a tile or two of rows where B's
+     * rows collide in the L1 (1024 floats apart), past four tiles where
+     * they do not (768, 2304), on any number of threads; fewer rows read
+     * B in place. */
     struct { int64_t M, N, K; int threads; bool packed; } packs[] = {
         {1024, 1024, 1024, 2, true}, {1024, 1024, 1024, 1, true}, {17, 1024, 1024, 1, true},
         {450, 768, 768, 2, true},    {12, 1024, 1024, 2, false},  {8, 768, 768, 1, false},
+        {24, 768, 768, 1, false},    {24, 2304, 768, 2, false},   {31, 768, 768, 1, true},
+        {24, 1024, 1024, 1, true},
     };
     for (size_t i = 0; i < sizeof packs / sizeof packs[0]; i++) {
         gemm_shape s = {.M = packs[i].M, .N = packs[i].N, .K = packs[i].K};

@@ -138,6 +138,17 @@ static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES = 16;
  * L2) took 1.17-1.25x from 100 rows. */
 static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES_1T = 40;
 
+/* Row tiles up to which B in panels one cache line wide, from the L2 or
+ * an L3 that feeds the tiles (not streamed), is read in place: the copy
+ * is repaid by more tiles than that. In one process (make bench-ab), AMD
+ * EPYC family 25 model 1 (Zen 3), time in place / packed, 1 thread: 13,
+ * 16, 20, 24 x 768 x 768 0.86, 0.87, 0.90, 0.86; 13, 17 x 2304 x 768 0.89,
+ * 0.87; 31 and 43 rows 0.99-1.15; 2 threads: 13, 16, 24 x 768 x 768 0.81,
+ * 0.95, 0.89, 13 and 24 x 2304 x 768 0.87, 0.87. Not where B's rows
+ * collide in the L1 (plan_b_rows_collide): 17 and 24 x 1024 x 1024 1.15,
+ * 1.40 (bench/results/2026-12-07-session35-zen3-in-place-ab.txt). */
+static const int64_t ONE_LINE_IN_PLACE_MAX_TILES = 4;
+
 /* B that no cache keeps between calls (plan_b_streams_from_memory: over
  * 16 L2s) comes from memory at the speed of the hardware prefetchers,
  * which follow a few dozen streams, one per row. Read in place, its block is a few rows
@@ -321,7 +332,8 @@ static bool b_read_in_place(const plan_model *m, const gemm_shape *s, const plan
      * 0.91 (24 rows), 40 rows 0.98 / 1.03, 50-128 rows 1.02-1.14. */
     if (nv * m->vec * (int64_t)sizeof(float) <= model_l1(m).line_bytes) {
         if (!plan_b_streams(m, s, threads))
-            return small_m;
+            return small_m || (s->M <= ONE_LINE_IN_PLACE_MAX_TILES * m->mr &&
+                               !plan_b_rows_collide(m, s));
         int64_t deep = threads == 1 ? ONE_LINE_DEEP_STREAM_MAX_TILES_1T
                                     : ONE_LINE_DEEP_STREAM_MAX_TILES;
         int64_t tiles = s->K >= s->N ? deep : STREAM_IN_PLACE_MAX_TILES;
