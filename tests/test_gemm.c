@@ -836,6 +836,37 @@ static void streamed_groups_case(const plan_model *m)
     run_on(contexts[1], &gc);
 }
 
+/* B read in place as one block (plan.h, b_one_block) by a few row tiles:
+ * panels outermost (ops/gemm_blocks.c, runs_panels_outer), every tile's
+ * A micro-panel packed first. The rules make such plans only where the
+ * L3 feeds the tiles, so the plan is asked for (B in place, K and N
+ * whole), marked one block as the rules' make_one_block does, and put in
+ * the 1-thread context's plan cache: 4 row tiles (the bulk tile's rows,
+ * a short last one), a masked last panel, C's rows padded, beta 0 over
+ * NaN and then alpha and beta both. */
+static void one_block_panels_case(const plan_model *m)
+{
+    int mr = m->bulk_mr[2];
+    gemm_shape s = {.M = 3 * mr + 2, .N = 163, .K = 301};
+    plan_choice choice = {.nv = 2, .kc = s.K, .nc = 176, .pack_b = PLAN_B_IN_PLACE};
+    gemm_plan p;
+    plan_gemm_choice(m, &s, 1, &choice, &p);
+    p.b_one_block = true;
+    CHECK(!p.pack_b && !p.b_from_memory && !p.row && !p.dot && p.ntiles == 4 && p.kc == s.K &&
+              p.nc >= s.N,
+          "%lldx%lldx%lld: B in place in one block over %lld row tiles", (long long)s.M,
+          (long long)s.N, (long long)s.K, (long long)p.ntiles);
+    plan_key key = plan_key_make(&s, 1);
+    plan_cache_insert(contexts[1]->plans, &key, &p);
+    gemm_case gc = gemm_case_tight('N', 'N', s.M, s.N, s.K, 1.0f, 0.0f);
+    gc.ldc = s.N + 3;
+    gc.nan_c = true;
+    run_on(contexts[1], &gc);
+    gc = gemm_case_tight('N', 'N', s.M, s.N, s.K, -0.75f, 1.25f);
+    gc.ldb = s.N + 9;
+    run_on(contexts[1], &gc);
+}
+
 /* A few row tiles over a B that no cache keeps (over 16 of the model's
  * L2s, sized from it; at most 7 tiles of the main tile, 4x24 or 6x16
  * here, whichever the probe picks): B streamed in place, each block run panels
@@ -877,6 +908,7 @@ static void streamed_b_cases(void)
           "%d of %d streamed-B cases planned B streamed in place at 1 thread", streamed,
           (int)(sizeof cases / sizeof cases[0]));
     streamed_groups_case(m);
+    one_block_panels_case(m);
 }
 
 /* B read in place with rows that collide in the L1 (ldb a multiple of

@@ -3,10 +3,10 @@
  * blocks of B (kc x nc), each panel prepared as its first row tile needs
  * it (packed, copied as the ukernel reads it, or read in place), the
  * prefetches each ukernel call is asked to make, and the row tiles over
- * the block, tiles outermost or, for B streamed from memory, panels
- * outermost. Also the pre-packing of B for tessel_sgemm_pack_b, which
- * prepares the same panels once. Which thread runs which share, and how
- * they share a block, is gemm.c's.
+ * the block, tiles outermost or, for B read in place from memory or the
+ * L3, panels outermost. Also the pre-packing of B for tessel_sgemm_pack_b,
+ * which prepares the same panels once. Which thread runs which share, and
+ * how they share a block, is gemm.c's.
  */
 #include <stdlib.h>
 
@@ -311,15 +311,26 @@ void gemm_run_tile(const gemm_call *c, const gemm_plan *p, const b_block *blk, i
 }
 
 /* Whether a share's blocks run panels outermost (run_block_by_panels):
- * B streamed from memory in place (plan.h, b_from_memory). (Calls with an
- * epilogue are on pre-packed B, never streamed in place.) The row tiles
- * go PANELS_OUTER_MAX_TILES at a time, so that their A micro-panels stay
- * in L1 beside the panel; the groups after the first find the block in
- * L2. */
-enum { PANELS_OUTER_MAX_TILES = 16 };
+ * B streamed from memory in place (plan.h, b_from_memory), or read in
+ * place as one block that only the L3 holds (b_one_block) by a plan of
+ * at most ONE_BLOCK_PANELS_OUTER_TILES row tiles, where tiles outermost
+ * every tile read all of B from the L3 again. (Calls with an epilogue
+ * are on pre-packed B, never read in place.) In one process, AMD EPYC
+ * family 25 model 1 (Zen 3), time panels / tiles outermost over B in one
+ * block: 1 thread 8, 16, 24 x 768 x 768 0.88, 0.96, 0.99, 13 and 24 x
+ * 2304 x 768 0.93, 0.94, 12 x 1024 x 1024 0.98; 2 threads 0.97, 0.94,
+ * 0.99, 0.93, 0.99, 0.88; shapes of other plans 1.00-1.02 beside them
+ * (bench/results/2026-12-07-session35-zen3-panels-outer-ab.txt). One
+ * block over more tiles (Zen 4's, up to 119 rows) was not measured so.
+ * The row tiles go PANELS_OUTER_MAX_TILES at a time, so that their A
+ * micro-panels stay in L1 beside the panel; the groups after the first
+ * find the block in L2. */
+enum { PANELS_OUTER_MAX_TILES = 16, ONE_BLOCK_PANELS_OUTER_TILES = 4 };
 static bool runs_panels_outer(const gemm_call *c, const gemm_plan *p)
 {
-    return p->b_from_memory && !p->pack_b && !c->packed && !c->epilogue && !p->row && !p->dot;
+    bool one_block = p->b_one_block && p->ntiles <= ONE_BLOCK_PANELS_OUTER_TILES;
+    return (p->b_from_memory || one_block) && !p->pack_b && !c->packed && !c->epilogue &&
+           !p->row && !p->dot;
 }
 
 int64_t gemm_a_panels_at_once(const gemm_call *c, const gemm_plan *p)
@@ -327,13 +338,14 @@ int64_t gemm_a_panels_at_once(const gemm_call *c, const gemm_plan *p)
     return runs_panels_outer(c, p) ? min64(p->ntiles, PANELS_OUTER_MAX_TILES) : 1;
 }
 
-/* One block of B streamed from memory in place, panels outermost: each
- * B panel (kc rows of a line or two) comes from memory once and serves
- * every row tile before the next is read, so memory is asked at an even
- * pace. Tiles outermost, the block's first tile asked for all of it in a
- * burst while the others read it from L2 (or, wider than the L2, L3):
- * memory idled most of the time, then held up the first tile. The A
- * micro-panels of all the tiles, packed at the start, stay in L1.
+/* One block of B streamed from memory in place (or held by the L3 alone),
+ * panels outermost: each B panel (kc rows of a line or two) comes from
+ * memory (the L3) once and serves every row tile before the next is
+ * read, so memory is asked at an even pace. Tiles outermost, the block's
+ * first tile asked for all of it in a burst while the others read it
+ * from L2 (or, wider than the L2, L3): memory idled most of the time,
+ * then held up the first tile. The A micro-panels of all the tiles,
+ * packed at the start, stay in L1.
  *
  * Every tile asks for the lines ahead of its panel, not the first only:
  * rows of B 3 KB apart fall in a few L1 sets, so the panel does not stay
