@@ -58,8 +58,9 @@ void tune_measure_tiles(const plan_model *m, cost_model *cm);
  * among common layer widths, mostly NN, within a flop cap. */
 gemm_shape tune_training_shape(uint64_t seed, int i);
 
-/* Measures up to n plans within `seconds`: per training shape (from
- * `seed`), the model's plan and one other variant. Features are computed
+/* Measures up to n plans within about `seconds`: per training shape (from
+ * `seed`), the model's plan and one other variant, taken within half the
+ * time, then each timed again and the faster kept. Features are computed
  * with m (its cost model's machine numbers and tile scales). Returns how
  * many samples were taken. */
 int tune_collect(tune_bench *b, const plan_model *m, uint64_t seed, int n, double seconds,
