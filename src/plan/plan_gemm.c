@@ -142,11 +142,11 @@ static const int64_t ONE_LINE_DEEP_STREAM_MAX_TILES_1T = 40;
  * an L3 that feeds the tiles (not streamed), is read in place: the copy
  * is repaid by more tiles than that. In one process (make bench-ab), AMD
  * EPYC family 25 model 1 (Zen 3), time in place / packed, 1 thread: 13,
- * 16, 20, 24 x 768 x 768 0.86, 0.87, 0.90, 0.86; 13, 17 x 2304 x 768 0.89,
- * 0.87; 31 and 43 rows 0.99-1.15; 2 threads: 13, 16, 24 x 768 x 768 0.81,
- * 0.95, 0.89, 13 and 24 x 2304 x 768 0.87, 0.87. Not where B's rows
- * collide in the L1 (plan_b_rows_collide): 17 and 24 x 1024 x 1024 1.15,
- * 1.40 (bench/results/2026-12-07-session35-zen3-in-place-ab.txt). */
+ * 16, 20, 24 x 768 x 768 0.86, 0.87, 0.90, 0.86; 13, 17, 24 x 2304 x 768
+ * 0.89, 0.87, 1.00; 31 and 43 rows 0.99-1.15; 2 threads: 13, 16, 24 x
+ * 768 x 768 0.81, 0.95, 0.89, 13 and 24 x 2304 x 768 0.87, 0.87. Not where
+ * B's rows collide in the L1 (plan_b_rows_collide): 17 and 24 x 1024 x
+ * 1024 1.15, 1.40 (bench/results/2026-12-07-session35-zen3-in-place-ab.txt). */
 static const int64_t ONE_LINE_IN_PLACE_MAX_TILES = 4;
 
 /* B that no cache keeps between calls (plan_b_streams_from_memory: over
