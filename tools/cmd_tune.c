@@ -219,14 +219,8 @@ static void print_weights(const cost_model *cm)
 /* Measures the model's own plan of each held-out shape, spreading the
  * picks over the list, and reports the prediction error. Every shape is
  * timed twice, in two passes over the list (the first within half of
- * `seconds`, the second taking about as long), and keeps the faster: a
- * shared host runs both cores at half speed for 0.1-1.5 s at a time
- * (docs/BENCHMARKS.md, 2026-12-06-half-speed-spells-zen4.txt), and a shape
- * timed in one read twice its time. The passes lie seconds apart, longer
- * than a spell. As the benchmark keeps each library's fastest round, the
- * error is the model's against the machine at its own speed. (Zen 3,
- * 2026-12-07, one pass: MAPE 18-23% in three runs, 512 x 768 x 3072 at
- * twice 511's time.) */
+ * `seconds`, the second taking about as long), and keeps the faster (as
+ * the training samples are: tune_retime_faster). */
 static int evaluate(tune_session *t, const char *path, double seconds, bool verbose,
                     double *mape, double *tau)
 {
@@ -257,9 +251,7 @@ static int evaluate(tune_session *t, const char *path, double seconds, bool verb
     for (int i = 0; i < taken; i++) {
         gemm_plan p;
         plan_gemm(t->model, &held[i].shape, t->bench.env.threads, &p);
-        double again = tune_time_plan(&t->bench, &held[i].shape, &p, 0.004);
-        if (again < held[i].seconds)
-            held[i].seconds = again;
+        tune_retime_faster(&t->bench, &held[i].shape, &p, 0.004, &held[i].seconds);
         draw_progress(&bar, 0.5 + 0.5 * (i + 1) / taken);
     }
     draw_progress(&bar, 1.0);

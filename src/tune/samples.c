@@ -71,19 +71,12 @@ int tune_collect(tune_bench *b, const plan_model *m, uint64_t seed, int n, doubl
             t->seconds = tune_time_plan(b, &s, &p, 0.004);
         }
     }
-    /* Every sample timed again, seconds after the first, keeping the
-     * faster. A shared host runs both cores at half speed for 0.1-1.5 s
-     * at a time (2026-12-06-half-speed-spells-zen4.txt): a sample timed
-     * once in a spell read twice its time, and the fit took the spells
-     * for costs of the plans (Zen 3, 2026-12-07: fit MAPE 20-21%,
-     * held-out 18-23% in three runs). The passes lie seconds apart,
-     * longer than a spell. */
+    /* Every sample timed again, seconds after the first (measure.c,
+     * tune_retime_faster). */
     for (int i = 0; i < taken; i++) {
         gemm_plan p;
         plan_gemm_choice(m, &out[i].shape, b->env.threads, &out[i].choice, &p);
-        double again = tune_time_plan(b, &out[i].shape, &p, 0.004);
-        if (again < out[i].seconds)
-            out[i].seconds = again;
+        tune_retime_faster(b, &out[i].shape, &p, 0.004, &out[i].seconds);
         if (progress)
             progress(arg, 0.5 + 0.5 * (i + 1) / taken);
     }

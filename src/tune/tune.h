@@ -49,6 +49,11 @@ bool tune_bench_fits(const tune_bench *b, const gemm_shape *s);
  * repeats filling about min_seconds (at least 3), after one warm-up. */
 double tune_time_plan(tune_bench *b, const gemm_shape *s, const gemm_plan *p, double min_seconds);
 
+/* Times the plan again as tune_time_plan(.., min_seconds) and keeps the
+ * faster of that and *seconds, an earlier timing of the same plan. */
+void tune_retime_faster(tune_bench *b, const gemm_shape *s, const gemm_plan *p,
+                        double min_seconds, double *seconds);
+
 /* Measures each built ukernel tile that fits the registers, A packed and
  * read in place, at the model's kc in L1, and stores measured over
  * analytic cycles in cm->tile_scale. cm->ghz converts seconds to cycles. */
