@@ -911,6 +911,43 @@ static void streamed_b_cases(void)
     one_block_panels_case(m);
 }
 
+/* A split along M whose threads each pack their own copy of B over a
+ * fixed share of the row tiles (plan.h, b_per_thread), as the rules do
+ * where the L3 does not feed the tiles: asked for (B packed, split M) on
+ * 2 and 3 threads and marked so, whatever this machine's L3 does, then
+ * put in the plan caches: tiles of several heights, three k blocks and a
+ * ragged last one, two column blocks and a masked last panel, C's rows
+ * padded, beta 0 over NaN and then alpha and beta both. The rule itself
+ * is checked on the model with its L3 verdict set either way. */
+static void own_b_cases(void)
+{
+    for (int c = 2; c < N_CTX; c++) {
+        plan_model m = *api_ctx_model(contexts[c]);
+        gemm_shape s = {.M = 5 * m.mr + 3, .N = 2 * 64 + 37, .K = 3 * 64 + 11};
+        plan_choice choice = {.kc = 64, .nc = 64, .pack_b = PLAN_B_PACKED, .split = 'M'};
+        gemm_plan p;
+        for (int feeds = 0; feeds < 2; feeds++) {
+            m.l3_feeds_tile = feeds;
+            plan_gemm_choice(&m, &s, c, &choice, &p);
+            CHECK(p.split == 'M' && p.threads == c && p.b_per_thread == !feeds,
+                  "%lldx%lldx%lld, %d threads, split %c, L3 %s the tiles: own B %d",
+                  (long long)s.M, (long long)s.N, (long long)s.K, c, p.split,
+                  feeds ? "feeds" : "does not feed", p.b_per_thread);
+        }
+        plan_gemm_choice(api_ctx_model(contexts[c]), &s, c, &choice, &p);
+        p.b_per_thread = true;
+        plan_key key = plan_key_make(&s, c);
+        plan_cache_insert(contexts[c]->plans, &key, &p);
+        gemm_case gc = gemm_case_tight('N', 'N', s.M, s.N, s.K, 1.0f, 0.0f);
+        gc.ldc = s.N + 5;
+        gc.nan_c = true;
+        run_on(contexts[c], &gc);
+        gc = gemm_case_tight('N', 'N', s.M, s.N, s.K, -0.5f, 1.5f);
+        gc.ldb = s.N + 3;
+        run_on(contexts[c], &gc);
+    }
+}
+
 /* B read in place with rows that collide in the L1 (ldb a multiple of
  * half an L1 way): the first row tile of each block also asks for rows
  * far ahead into L2, and in its last k steps for the next panel's first
@@ -1202,6 +1239,7 @@ void suite_gemm(void)
     row_cases();
     streamed_b_cases();
     l2_ahead_cases();
+    own_b_cases();
     direct_and_planned_cases(contexts[2]);
     batch_schedule_cases(contexts[2]);
     for (int c = 1; c < N_CTX; c++)

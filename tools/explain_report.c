@@ -243,7 +243,10 @@ static void print_threads(const plan_model *m, const gemm_plan *p, const plan_re
            : p->dot        ? "N (column tiles)"
            : p->row        ? "N (vectors of columns)"
                            : "N (panels)");
-    if (p->split == 'M' && p->threads > 1 && !p->dot)
+    if (p->split == 'M' && p->threads > 1 && p->b_per_thread)
+        printf("          (each thread packs its own copy of B and runs its share below: the\n"
+               "          L3 does not feed the tiles, so a copy another core packed comes slower)\n");
+    else if (p->split == 'M' && p->threads > 1 && !p->dot)
         printf("          (the threads pack one shared B per block and take its row tiles one\n"
                "          at a time, so each runs about the share below, more if it is faster)\n");
     else if (p->split == 'N' && p->threads > 1 && !p->dot)

@@ -641,7 +641,8 @@ void op_gemm_schedule(const op_env *env, const gemm_call *call, const gemm_plan 
     run->group_matrices = whole ? batch_group_matrices(batch, tasks) : 0;
     run->rounds = whole ? (batch + tasks - 1) / tasks : batch;
     run->one_at_a_time = plan->split == 'K' && batch > 1;
-    run->shared_b = !whole && tasks > 1 && plan->split == 'M' && !plan->dot;
+    run->shared_b = !whole && tasks > 1 && plan->split == 'M' && !plan->dot &&
+                    !plan->b_per_thread;
     run->prefetch_next = by_matrix && batch_prefetches_next(env, call, batch, plan);
     run->in_place = by_matrix && plan->threads == 1 && !plan->dot && !plan->row &&
                     !run->prefetch_next && gemm_runs_in_place(call, plan, 0, call->N);

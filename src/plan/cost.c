@@ -148,11 +148,14 @@ void plan_cost_features(const plan_model *m, const gemm_shape *s, const gemm_pla
     if (!p->pack_b)
         f[COST_B_IN_PLACE] = b_bytes / l2;
     /* Copies read and write every element. The threads of a split along M
-     * pack one shared B between them; a split along N packs all of A in
-     * every thread. A is packed tile by tile once per column block. */
+     * pack one shared B between them, or each its own (b_per_thread); a
+     * split along N packs all of A in every thread. A is packed tile by
+     * tile once per column block. */
     double copy_b = p->pack_b && !s->prepacked_kc ? K * N * 8 : 0.0;
     double copy_a = p->pack_a ? M * K * 8 * column_blocks : 0.0;
-    double copied = p->split == 'N' ? copy_a + copy_b / threads : (copy_b + copy_a) / threads;
+    double copied = p->split == 'N'     ? copy_a + copy_b / threads
+                    : p->b_per_thread ? copy_b + copy_a / threads
+                                      : (copy_b + copy_a) / threads;
     f[COST_PACK] = copied / (cm->pack_gbs * 1e9);
 }
 

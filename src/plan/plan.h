@@ -235,6 +235,10 @@ typedef struct gemm_plan {
      * 1-thread plan of M x N x K / threads; the partial products are
      * summed into C (ops/gemm.c). */
     char split;
+    /* Split along M with B packed by the call: each thread packs its own
+     * copy of B's blocks for a fixed share of the row tiles, instead of
+     * one copy shared tile by tile (plan_split.c, threads_pack_own_b). */
+    bool b_per_thread;
     int threads;
     int64_t bounds[PLAN_MAX_THREADS + 1];
     /* The knobs with every value resolved (nv, kc, nc, pack_b, split). */

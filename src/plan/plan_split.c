@@ -117,28 +117,6 @@ static double b_fetched(const plan_model *m, double b_bytes, int threads, char s
  * which is what balancing gives there anyway. */
 enum { SPLIT_EXACT_UNITS = 4096 };
 
-/* Row tiles: the bounds only, what each thread is expected to take; the
- * cost of the split is claimed_rows', since the tiles are handed out. */
-static void split_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
-                       int64_t *bounds)
-{
-    double prefix[SPLIT_EXACT_UNITS + 1];
-    int64_t units = p->ntiles;
-    if (units > SPLIT_EXACT_UNITS) {
-        for (int t = 0; t <= threads; t++)
-            bounds[t] = units * t / threads;
-        return;
-    }
-    prefix[0] = 0.0;
-    for (int64_t i = 0; i < units; i++) {
-        int64_t row;
-        int mr;
-        plan_tile_rows(p, i, &row, &mr);
-        prefix[i + 1] = prefix[i] + row_tile_cycles(m, p, mr, tail_nv);
-    }
-    balance(units, threads, prefix, bounds);
-}
-
 /* A split along M over threads runs with row tiles handed out one at a
  * time (ops/gemm.c), so a thread ends about when the total divided by the
  * threads is done, give or take the tile it took last: half the largest
@@ -162,6 +140,30 @@ static double claimed_rows(const plan_model *m, const gemm_plan *p, int threads,
         return total;
     double expected = total / threads + 0.5 * largest * last_share;
     return expected > largest ? expected : largest;
+}
+
+/* Row tiles: the bounds, what each thread is expected to take, and the
+ * largest share's cost, which is the split's where the shares are fixed
+ * (each thread packs its own B); where the tiles are handed out, the
+ * cost is claimed_rows'. */
+static double split_rows(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
+                         int64_t *bounds)
+{
+    double prefix[SPLIT_EXACT_UNITS + 1];
+    int64_t units = p->ntiles;
+    if (units > SPLIT_EXACT_UNITS) {
+        for (int t = 0; t <= threads; t++)
+            bounds[t] = units * t / threads;
+        return claimed_rows(m, p, threads, tail_nv, 0.0);
+    }
+    prefix[0] = 0.0;
+    for (int64_t i = 0; i < units; i++) {
+        int64_t row;
+        int mr;
+        plan_tile_rows(p, i, &row, &mr);
+        prefix[i + 1] = prefix[i] + row_tile_cycles(m, p, mr, tail_nv);
+    }
+    return balance(units, threads, prefix, bounds);
 }
 
 static double split_cols(const plan_model *m, const gemm_plan *p, int threads, int tail_nv,
@@ -218,9 +220,30 @@ bool plan_threads_pay(const plan_model *m, const gemm_shape *s, int64_t batch)
     return (double)batch * (matrix + SECONDS_PER_MATRIX) >= THREADS_MIN_SECONDS;
 }
 
+/* Where the L3 does not feed the tiles (model.c, model_l3_feeds_tile),
+ * the threads of a split along M each pack their own copy of B, over a
+ * fixed share of the row tiles, instead of sharing one copy tile by tile
+ * (ops/gemm.c, run_shared_b): the panels one thread packed reach the
+ * other from its L2 across the L3's path, slower than a copy of its own
+ * costs. Intel Xeon (family 6 model 207, its L3 read at 35 GB/s by one
+ * core, 9 bytes a cycle), 2 threads, time own / shared in one process
+ * (calls alternating): 384 x 768 x 768 0.91-0.93, 511 x 768 x 768 0.935,
+ * 384 x 768 x 3072 0.91, 512 and 688 x 768 x 3072 0.96-0.97, 1296 x 768 x
+ * 768 0.96, 512 x 3072 x 768 0.96, 1024^3 0.97, 2048^3 0.99, 255^3 0.86;
+ * 100 x 768 x 768, 200 x 2304 x 768, 128 x 3072 x 768 level
+ * (bench/results/2026-12-07-session36-spr-own-b-ab.txt). Where the L3
+ * keeps up (AMD EPYC), the shared copy and its tiles handed out one at a
+ * time stay: with fixed halves the two ended 10-20% apart there. */
+static bool threads_pack_own_b(const plan_model *m, const gemm_shape *s, const gemm_plan *p,
+                               int threads)
+{
+    return threads > 1 && p->pack_b && s->prepacked_kc == 0 && !m->l3_feeds_tile;
+}
+
 /* Both splits are tried and the one predicted to end first kept, unless
  * the choice names one. The threads of a split along M pack one shared
- * B between them; along N, each packs all of A. */
+ * B between them, or each its own (threads_pack_own_b); along N, each
+ * packs all of A. */
 void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice *c,
                      int threads, int tail_nv, gemm_plan *p)
 {
@@ -231,8 +254,9 @@ void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice
     double bytes_a = p->pack_a ? (double)s->M * s->K * 8 : 0.0; /* read + write */
     double bytes_b = p->pack_b && !s->prepacked_kc ? (double)s->K * s->N * 8 : 0.0;
     double per_pack_byte = plan_clock_hz(m) / m->pack_bytes_per_second;
-    split_rows(m, p, t_m, tail_nv, bounds_m);
-    bool waits_on_packer = p->pack_b && s->prepacked_kc == 0;
+    double fixed_rows = split_rows(m, p, t_m, tail_nv, bounds_m);
+    bool own_b = threads_pack_own_b(m, s, p, t_m);
+    bool waits_on_packer = p->pack_b && s->prepacked_kc == 0 && !own_b;
     /* With B read in place and two row tiles or more a thread, the end
      * is not charged at all: the half k block a thread may wait made N
      * win where M measured 4-15% faster (56-100 x 768 x 768 at 2
@@ -244,9 +268,10 @@ void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice
     double last_share = waits_on_packer ? 1.0
                         : many_tiles    ? 0.0
                                         : (double)p->kc / (double)s->K;
-    double fma_m = claimed_rows(m, p, t_m, tail_nv, last_share) * (double)s->K;
+    double fma_m = (own_b ? fixed_rows : claimed_rows(m, p, t_m, tail_nv, last_share)) *
+                   (double)s->K;
     double fma_n = split_cols(m, p, t_n, tail_nv, bounds_n) * (double)s->K;
-    double cost_m = fma_m + (bytes_b + bytes_a) / t_m * per_pack_byte;
+    double cost_m = fma_m + (bytes_b * (own_b ? t_m : 1) + bytes_a) / t_m * per_pack_byte;
     double cost_n = fma_n + (bytes_a + bytes_b / t_n) * per_pack_byte;
     double per_fetch_byte = plan_clock_hz(m) / (b_fetch_gbs(m) * 1e9);
     double b_bytes = (double)s->K * (double)s->N * sizeof(float);
@@ -255,9 +280,18 @@ void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice
         cost_n += b_fetched(m, b_bytes, t_n, 'N') * per_fetch_byte;
     } else if (waits_on_packer && t_m > 1) {
         cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
+    } else if (own_b) {
+        /* Each thread fetches what it copies: all of B along M, all of A
+         * along N. */
+        double a_bytes = (double)s->M * (double)s->K * sizeof(float);
+        cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
+        cost_n += (b_fetched(m, a_bytes, t_n, 'M') + b_fetched(m, b_bytes, t_n, 'N')) *
+                  per_fetch_byte;
     }
     if (t_n > 1 && p->ntiles >= STATIC_SPLIT_MIN_TILES * t_m)
         cost_n *= 1.0 + STATIC_SPLIT_SLACK;
+    if (own_b)
+        cost_m *= 1.0 + STATIC_SPLIT_SLACK;
     /* B streamed in place splits along N: each thread then runs its
      * columns' blocks panels outermost (ops/gemm_blocks.c), where a split along
      * M shares each block's panels across the threads tile by tile. In
@@ -266,6 +300,7 @@ void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice
     bool along_m = c->split == 'M' ||
                    (c->split != 'N' && !(streams_in_place && t_n > 1) && cost_m <= cost_n);
     p->split = along_m ? 'M' : 'N';
+    p->b_per_thread = along_m && own_b;
     p->threads = along_m ? t_m : t_n;
     memcpy(p->bounds, along_m ? bounds_m : bounds_n, sizeof(int64_t) * (size_t)(p->threads + 1));
     p->fma_cycles = along_m ? fma_m : fma_n;
