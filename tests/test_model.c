@@ -1158,6 +1158,32 @@ static void l3_feed(void)
     plan_gemm(&starved, &few, 1, &p);
     CHECK(!p.row && !p.pack_b && p.b_from_memory,
           "starved: 8x3072x768 streams B in place through the tiles");
+    /* Streamed from the starved L3, wide B is read 128 lines a panel
+     * step (64 rows of the main tile's two lines), deep B 64 (plan_gemm.c,
+     * STREAM_L3_WIDE_LINES); B from memory keeps 64 lines. */
+    struct { int64_t M, N, K, kc; } depths[] = {
+        {13, 3072, 768, 64}, {24, 768, 3072, 32}, {16, 50257, 768, 32},
+    };
+    for (int i = 0; i < (int)(sizeof depths / sizeof depths[0]); i++) {
+        gemm_shape b = {.M = depths[i].M, .N = depths[i].N, .K = depths[i].K};
+        plan_gemm(&starved, &b, 1, &p);
+        CHECK(!p.pack_b && p.b_from_memory && p.kc == depths[i].kc,
+              "starved: %lldx%lldx%lld streams %lld rows deep (kc %lld)",
+              (long long)b.M, (long long)b.N, (long long)b.K, (long long)depths[i].kc,
+              (long long)p.kc);
+    }
+    /* Split along M with B packed by the call: each thread its own copy
+     * of B over a starved L3, one shared copy over a fed one
+     * (plan_split.c, threads_pack_own_b). */
+    gemm_shape tall = {.M = 1296, .N = 768, .K = 768};
+    plan_choice along_m = {.split = 'M', .pack_b = PLAN_B_PACKED};
+    plan_gemm_choice(&starved, &tall, 2, &along_m, &p);
+    CHECK(p.split == 'M' && p.pack_b && p.b_per_thread,
+          "starved: 1296x768x768 split M on 2 threads, each thread its own B");
+    plan_gemm_choice(&fed, &tall, 2, &along_m, &p);
+    CHECK(p.split == 'M' && p.pack_b && !p.b_per_thread, "fed: one B shared along M");
+    plan_gemm_choice(&starved, &tall, 1, &along_m, &p);
+    CHECK(!p.b_per_thread, "starved, 1 thread: no copy per thread");
     hw_profile fast_fetch = xeon;
     fast_fetch.read_gbs[HW_LEVEL_L3] = 0; /* unmeasured: the fitted rate */
     plan_model unmeasured;

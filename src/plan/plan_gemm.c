@@ -182,13 +182,29 @@ static const int64_t STREAM_LINES = 64, STREAM_NC = 4096;
  * did as well on one shape, one line and six lost (0.6-0.9). */
 static const int STREAM_PREFETCH_BYTES = 256;
 
-/* The depth of a block of B streamed from memory in place: STREAM_LINES
- * lines a panel step, over the lines of a main-tile row. */
-static int64_t stream_kc(const plan_model *m)
+/* B wider than deep streamed from an L3 that does not feed the tiles
+ * (plan_b_streams, not from memory) is read twice as many lines a panel
+ * step: its rows, 12 KiB apart at 3072 columns, are so many streams, and
+ * that L3 (a mesh) keeps more of them in flight. Intel Xeon family 6
+ * model 207 (L3 read at 35 GB/s by one core), in one process, time 128 /
+ * 64 lines, 1 thread (2 threads): 13 x 3072 x 768 0.825-0.846
+ * (0.80-0.82), 24 x 3072 x 768 0.85 (0.87-0.94), 17 x 3072 x 768 0.90
+ * (0.86), 8 x 3072 x 768 0.98-1.00 (0.88-0.90), 17 x 4096 x 1024 0.99-1.13
+ * (0.91-1.03). Deep B went either way (24 x 768 x 3072 0.94-0.965, 13
+ * rows level, 16 rows 1.04 (1.04-1.08)), and B from memory lost (32 x
+ * 50257 x 768 1.015 (1.05))
+ * (bench/results/2026-12-07-session36-spr-stream-lines-ab.txt). */
+static const int64_t STREAM_L3_WIDE_LINES = 128;
+
+/* The depth of a block of B streamed in place: STREAM_LINES lines a
+ * panel step (or STREAM_L3_WIDE_LINES), over the lines of a main-tile
+ * row. */
+static int64_t stream_kc(const plan_model *m, const gemm_shape *s)
 {
     int64_t line_floats = model_l1(m).line_bytes / (int64_t)sizeof(float);
     int64_t lines = (m->nr + line_floats - 1) / line_floats;
-    return STREAM_LINES / (lines > 0 ? lines : 1);
+    bool wide_from_l3 = !plan_b_streams_from_memory(m, s) && s->N > s->K;
+    return (wide_from_l3 ? STREAM_L3_WIDE_LINES : STREAM_LINES) / (lines > 0 ? lines : 1);
 }
 
 static void add_run(gemm_plan *p, int mr, int64_t count)
@@ -576,7 +592,7 @@ static void plan_m_or_n(const plan_model *m, const gemm_shape *s, int threads,
     }
     if (streams_in_place) {
         p->whole_k = false;
-        p->kc = even_kc(stream_kc(m), s->K);
+        p->kc = even_kc(stream_kc(m, s), s->K);
         p->nc = (STREAM_NC + p->nr - 1) / p->nr * p->nr;
         p->b_prefetch_along = STREAM_PREFETCH_BYTES / (int)sizeof(float);
     }
