@@ -281,8 +281,9 @@ void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice
     } else if (waits_on_packer && t_m > 1) {
         cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
     } else if (own_b) {
-        /* Each thread fetches what it copies: all of B along M, all of A
-         * along N. */
+        /* Each thread fetches what it copies: all of B along M; along N
+         * all of A (b_fetched's whole share, as along M) and its columns
+         * of B. */
         double a_bytes = (double)s->M * (double)s->K * sizeof(float);
         cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
         cost_n += (b_fetched(m, a_bytes, t_n, 'M') + b_fetched(m, b_bytes, t_n, 'N')) *
