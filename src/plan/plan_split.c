@@ -255,8 +255,9 @@ void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice
     double bytes_b = p->pack_b && !s->prepacked_kc ? (double)s->K * s->N * 8 : 0.0;
     double per_pack_byte = plan_clock_hz(m) / m->pack_bytes_per_second;
     double fixed_rows = split_rows(m, p, t_m, tail_nv, bounds_m);
+    bool call_packs_b = p->pack_b && s->prepacked_kc == 0;
     bool own_b = threads_pack_own_b(m, s, p, t_m);
-    bool waits_on_packer = p->pack_b && s->prepacked_kc == 0 && !own_b;
+    bool waits_on_packer = call_packs_b && !own_b;
     /* With B read in place and two row tiles or more a thread, the end
      * is not charged at all: the half k block a thread may wait made N
      * win where M measured 4-15% faster (56-100 x 768 x 768 at 2
@@ -278,16 +279,17 @@ void plan_split_grid(const plan_model *m, const gemm_shape *s, const plan_choice
     if (!p->pack_b) {
         cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
         cost_n += b_fetched(m, b_bytes, t_n, 'N') * per_fetch_byte;
-    } else if (waits_on_packer && t_m > 1) {
+    } else if (call_packs_b && t_m > 1) {
+        /* Along M every thread fetches all of B: from the packer's cache,
+         * or (own_b) to copy it. With own copies, along N each thread
+         * fetches what it copies too: all of A (b_fetched's whole share,
+         * as along M) and its columns of B. */
         cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
-    } else if (own_b) {
-        /* Each thread fetches what it copies: all of B along M; along N
-         * all of A (b_fetched's whole share, as along M) and its columns
-         * of B. */
-        double a_bytes = (double)s->M * (double)s->K * sizeof(float);
-        cost_m += b_fetched(m, b_bytes, t_m, 'M') * per_fetch_byte;
-        cost_n += (b_fetched(m, a_bytes, t_n, 'M') + b_fetched(m, b_bytes, t_n, 'N')) *
-                  per_fetch_byte;
+        if (own_b) {
+            double a_bytes = (double)s->M * (double)s->K * sizeof(float);
+            cost_n += (b_fetched(m, a_bytes, t_n, 'M') + b_fetched(m, b_bytes, t_n, 'N')) *
+                      per_fetch_byte;
+        }
     }
     if (t_n > 1 && p->ntiles >= STATIC_SPLIT_MIN_TILES * t_m)
         cost_n *= 1.0 + STATIC_SPLIT_SLACK;
