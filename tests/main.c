@@ -11,6 +11,13 @@
 
 static long passed, failed;
 
+static const char *context; /* test_context's label, or NULL */
+
+void test_context(const char *label)
+{
+    context = label;
+}
+
 void test_check(bool ok, const char *file, int line, const char *fmt, ...)
 {
     if (ok) {
@@ -23,6 +30,8 @@ void test_check(bool ok, const char *file, int line, const char *fmt, ...)
     va_list args;
     va_start(args, fmt);
     printf("FAIL %s:%d: ", file, line);
+    if (context)
+        printf("[%s] ", context);
     vprintf(fmt, args);
     printf("\n");
     va_end(args);

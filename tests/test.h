@@ -15,6 +15,10 @@ void test_check(bool ok, const char *file, int line, const char *fmt, ...)
 /* CHECK(condition, "printf-style message shown on failure", ...) */
 #define CHECK(cond, ...) test_check((cond), __FILE__, __LINE__, __VA_ARGS__)
 
+/* Labels the failures that follow (e.g. the machine a planner check ran
+ * on); NULL clears it. */
+void test_context(const char *label);
+
 /* Deterministic pseudo-random numbers (splitmix64), so every run tests the
  * same shapes and values. */
 typedef struct { uint64_t state; } test_rng;

@@ -870,10 +870,10 @@ static double brute_cover(const plan_model *m, int nv, int len, double *memo)
     return memo[len] = best;
 }
 
-static void planner_invariants(void)
+static void planner_invariants_on(const hw_profile *hw)
 {
     plan_model m;
-    CHECK(plan_model_init(&m, hw_default_profile()) == 0, "model of this machine builds");
+    CHECK(plan_model_init(&m, hw) == 0, "the model builds");
 
     /* The variants a calibrated model picks from keep to widths whose
      * main tile the rules accept. */
@@ -1084,6 +1084,77 @@ static void planner_invariants(void)
     gemm_shape layer = {.M = 1, .N = 768, .K = 768};
     plan_gemm(&m, &layer, 1, &p);
     CHECK(!p.pack_b && p.kc > 32, "1x768x768 keeps the model's kc (%lld)", (long long)p.kc);
+}
+
+/* Sets a cache level's size and ways in a profile. */
+static void set_cache(hw_profile *hw, int level, int64_t kib, int ways)
+{
+    for (int i = 0; i < hw->ncaches; i++)
+        if (hw->caches[i].level == level && hw->caches[i].type != 'I') {
+            hw->caches[i].size_bytes = kib << 10;
+            hw->caches[i].ways = ways;
+        }
+}
+
+/* The invariants hold whatever the probe measures, so they run on this
+ * machine's profile and on others the suite cannot own: what an emulator
+ * reads (qemu-user on a Xeon: a fiftieth of an FMA a cycle, broadcasts
+ * dear, every level as slow; its kc of 804 once broke a check here that
+ * assumed a fast core), and on x86 the presets and a Xeon whose L3 does
+ * not feed the tiles (48 KiB 12-way L1, 2 MiB L2, two pipes, L3 at 30
+ * GB/s). */
+static void planner_invariants(void)
+{
+    test_context("this machine");
+    planner_invariants_on(hw_default_profile());
+
+    hw_profile emulated = *hw_default_profile();
+    set_cache(&emulated, 1, 48, 12);
+    emulated.freq_ghz = 2.7;
+    emulated.fma_latency_cycles = 127.4;
+    emulated.fma_per_cycle = 0.01;
+    emulated.broadcast_cycles = 11.5;
+    for (int level = 0; level < HW_LEVEL_COUNT; level++)
+        emulated.read_gbs[level] = 0.6;
+    test_context("an emulator's probe");
+    planner_invariants_on(&emulated);
+    /* The same on the generic class, as test-arm runs it: 4-float
+     * vectors, 32 registers on aarch64 and 16 on x86 (probe.c, set_isa). */
+    emulated.isa = HW_ISA_GENERIC;
+    emulated.vec_floats = 4;
+#if defined(__aarch64__)
+    emulated.vec_registers = 32;
+#else
+    emulated.vec_registers = 16;
+#endif
+    test_context("an emulator's probe, generic vectors");
+    planner_invariants_on(&emulated);
+    /* Another run of that probe read the latency and broadcasts as cheap
+     * (a taller tile, 14 rows on aarch64, and a shallower kc). */
+    emulated.fma_latency_cycles = 4;
+    emulated.broadcast_cycles = 0;
+    test_context("an emulator's probe, generic vectors, cheap broadcasts");
+    planner_invariants_on(&emulated);
+
+#if defined(__x86_64__)
+    static const char *const presets[] = {"zen4", "zen3", "zen1", "avx2-16"};
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        hw_profile hw;
+        CHECK(hw_profile_preset(&hw, presets[i]) == 0, "%s preset exists", presets[i]);
+        test_context(presets[i]);
+        planner_invariants_on(&hw);
+    }
+    hw_profile xeon;
+    CHECK(hw_profile_preset(&xeon, "zen4") == 0, "zen4 preset exists");
+    set_cache(&xeon, 1, 48, 12);
+    set_cache(&xeon, 2, 2048, 16);
+    xeon.fma_per_cycle = 2.0;
+    xeon.freq_ghz = 3.8;
+    xeon.read_gbs[HW_LEVEL_L3] = 30.0;
+    test_context("a Xeon of a slow L3");
+    planner_invariants_on(&xeon);
+#endif
+    test_context(NULL);
 }
 
 /* Whether the L3 feeds the tiles, by hand: a k step of an mr-row tile
