@@ -1098,7 +1098,7 @@ static void set_cache(hw_profile *hw, int level, int64_t kib, int ways)
 
 /* The invariants hold whatever the probe measures, so they run on this
  * machine's profile and on others the suite cannot own: what an emulator
- * reads (qemu-user on a Xeon: a fiftieth of an FMA a cycle, broadcasts
+ * reads (qemu-user on a Xeon: a hundredth of an FMA a cycle, broadcasts
  * dear, every level as slow; its kc of 804 once broke a check here that
  * assumed a fast core), and on x86 the presets and a Xeon whose L3 does
  * not feed the tiles (48 KiB 12-way L1, 2 MiB L2, two pipes, L3 at 30
