@@ -280,7 +280,11 @@ void plan_tile_rows(const gemm_plan *p, int64_t tile, int64_t *row, int *mr)
  * 5-1296 x 768 x 3072: 0.99-1.01 at 1 thread, 1.00-1.02 at 2. (K 768
  * in one block, not two of 384, measured 1.00-1.02 the session before.)
  * Not where the first tile's copy passes the L2 (copy_passes_l2), whose
- * cap on nc would then halve. */
+ * cap on nc would then halve. Where the model says the L2 does not feed
+ * the tile (Intel Xeon model 207, two pipes) it held too: the rules' kc
+ * kept / doubled, in one process, 1 and 2 threads, 384-2048 x 768 x 768,
+ * 200x3072x768, 512x768x3072, 255x2304x768 0.97-1.03, 1024^3 at 2
+ * threads 1.19 (2026-12-08-session37-spr-experiments.txt). */
 static const int64_t PACKED_WHOLE_K_HALVES = 3;
 static const int64_t PACKED_KC_TIMES = 2;
 
